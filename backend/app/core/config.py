@@ -1,0 +1,63 @@
+"""One settings class, read from the environment, shared by the API, the worker and the tests."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RESTORESCOPE_", env_file=".env", extra="ignore")
+
+    # Where the app keeps its own state (job store, secret key, sandboxes) unless told otherwise.
+    data_dir: Path = REPO_ROOT / "var"
+    # DATABASE_URL is the conventional name, so it is read without the prefix.
+    database_url: str = Field(default="", validation_alias="DATABASE_URL")
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", validation_alias="REDIS_URL")
+    # Backups are only ever read from inside these directories (symlinks resolved).
+    backup_roots: list[Path] = Field(default_factory=list)
+    # Sandbox servers get their datadir, socket and logs under here.
+    work_root: Path | None = None
+    secret_key_file: Path | None = None
+
+    # A running job writes a heartbeat this often; a sweep fails jobs whose heartbeat is older than the timeout.
+    heartbeat_interval_s: float = 2.0
+    heartbeat_timeout_s: float = 30.0
+    sweep_interval_s: float = 5.0
+    # How often the worker publishes progress to the job store while a job runs.
+    progress_interval_s: float = 1.0
+
+    # Binaries; empty means "find on PATH or in /usr/sbin".
+    mariadbd_path: str = ""
+    mysql_client_path: str = ""
+
+    @field_validator("backup_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p for p in value.split(":") if p]
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'restorescope.db'}"
+
+    @property
+    def resolved_backup_roots(self) -> list[Path]:
+        return self.backup_roots or [self.data_dir / "backups"]
+
+    @property
+    def resolved_work_root(self) -> Path:
+        return self.work_root or self.data_dir / "work"
+
+    @property
+    def resolved_secret_key_file(self) -> Path:
+        return self.secret_key_file or self.data_dir / "secret.key"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
