@@ -1,6 +1,6 @@
 """Alembic reads the app's own metadata and the same DATABASE_URL as the API and worker."""
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 target_metadata = Base.metadata
 
 
-def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
+def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> "str | Literal[False]":
     # Migrations must not import app code that may change later: UTCDateTime is a plain aware DateTime in SQL.
     if type_ == "type" and isinstance(obj, UTCDateTime):
         return "sa.DateTime(timezone=True)"
