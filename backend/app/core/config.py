@@ -2,9 +2,10 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -18,7 +19,8 @@ class Settings(BaseSettings):
     database_url: str = Field(default="", validation_alias="DATABASE_URL")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", validation_alias="REDIS_URL")
     # Backups are only ever read from inside these directories (symlinks resolved).
-    backup_roots: list[Path] = Field(default_factory=list)
+    # Colon-separated in the environment, like PATH.
+    backup_roots: Annotated[list[Path], NoDecode] = Field(default_factory=list)
     # Sandbox servers get their datadir, socket and logs under here.
     work_root: Path | None = None
     secret_key_file: Path | None = None
