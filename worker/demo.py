@@ -135,6 +135,9 @@ def _big_table_statements() -> list[str]:
     return [_BIG_TABLE_SCHEMA, fill]
 
 
+ROW_COUNTS_FILE = "row-counts.txt"
+
+
 def make_demo_dumps(
     dest_dir: Path,
     work_root: Path,
@@ -156,9 +159,31 @@ def make_demo_dumps(
         without_database = dest_dir / f"{DATABASE}-nodb.sql"
         _dump(sandbox, processes, plain, ["--databases", DATABASE])
         _dump(sandbox, processes, without_database, [DATABASE])
+        _write_row_counts(sandbox, dest_dir / ROW_COUNTS_FILE)
     paths = [plain, _gzip_copy(plain), _zstd_copy(plain), without_database]
     log("demo dumps written: " + ", ".join(str(path) for path in paths))
     return paths
+
+
+def _write_row_counts(sandbox: Sandbox, target: Path) -> None:
+    """Rows per table as the source server counts them: what a restore of these dumps must give back."""
+    connection = sandbox.connect()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = %s AND table_type = 'BASE TABLE'",
+                (DATABASE,),
+            )
+            tables = sorted(str(row[0]) for row in cursor.fetchall())
+            lines = []
+            for table in tables:
+                cursor.execute(f"SELECT COUNT(*) FROM `{DATABASE}`.`{table}`")
+                row = cursor.fetchone()
+                lines.append(f"{DATABASE}.{table} {row[0] if row else 0}")
+    finally:
+        connection.close()
+    target.write_text("\n".join(lines) + "\n")
 
 
 def _create_shop(sandbox: Sandbox, rows: int, big: bool, log: Callable[[str], None]) -> None:
