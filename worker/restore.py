@@ -20,7 +20,7 @@ from app.sandboxes.options import ServerOptions
 from app.targets.connection import Credentials, TargetUnreachable, connect, option_file
 from worker.job_run import JobRun, claim_job
 from worker.runners.dump_stream import DumpError
-from worker.runners.mysql_client import RestoreCancelled, RestoreOutcome, restore_with_mysql_client
+from worker.runners.mysql_client import MysqlClientError, RestoreCancelled, RestoreOutcome, restore_with_mysql_client
 from worker.sandbox.binary import detect_server_binary
 from worker.sandbox.flags import mysql_untested_warning
 from worker.sandbox.server import Sandbox, SandboxError
@@ -39,6 +39,7 @@ class VerificationFailed(Exception):
 USER_FACING_ERRORS: tuple[type[Exception], ...] = (
     DomainError,
     DumpError,
+    MysqlClientError,
     SandboxError,
     TargetUnreachable,
     VerificationFailed,
