@@ -4,10 +4,11 @@ from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
+from sqlalchemy import Connection
+
 from app.core.db import get_engine
 from app.models import Base
 from app.models.types import UTCDateTime
-from sqlalchemy import Connection
 
 target_metadata = Base.metadata
 

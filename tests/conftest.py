@@ -111,4 +111,8 @@ def work_root() -> Path:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    shutil.rmtree(TEST_ROOT, ignore_errors=True)
+    # A failed run keeps its logs, data and sandboxes for a look; the path is printed.
+    if exitstatus == 0:
+        shutil.rmtree(TEST_ROOT, ignore_errors=True)
+    else:
+        print(f"\nkept the test data for inspection: {TEST_ROOT}")

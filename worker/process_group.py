@@ -49,6 +49,11 @@ class ProcessGroup:
         self._pgids.append(process.pid)
         return process
 
+    def popen_detached(self, args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        """Start args outside the job's group and without the death signal, for a process meant to outlive
+        the job (a sandbox the user asked to keep). Whoever starts it must stop it by pid on failure."""
+        return subprocess.Popen(args, start_new_session=True, **kwargs)
+
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Send sig to every group this job has used; groups already gone are skipped."""
         for pgid in self._pgids:

@@ -174,6 +174,7 @@ def _sandbox_server(job_run: JobRun, target: dict[str, Any], settings: Settings)
         binary,
         job_run.processes,
         lambda line: job_run.log(line, source="sandbox"),
+        outlive_job=bool(target.get("keep")),
     )
     job_run.update(server_flavour=binary.flavour, server_version=binary.version, sandbox_dir=str(sandbox.root_dir))
     keep = bool(target.get("keep"))

@@ -66,8 +66,12 @@ class Sandbox:
         binary: ServerBinary,
         processes: ProcessGroup,
         log: Callable[[str], None],
+        *,
+        outlive_job: bool = False,
     ) -> None:
         self._root_dir = work_root.absolute() / name
+        # A sandbox the user will keep must survive the end of the job and of its worker.
+        self._outlive_job = outlive_job
         self._options = options
         self._binary = binary
         self._processes = processes
@@ -264,9 +268,8 @@ class Sandbox:
         error_log = self._root_dir / "error.log"
         log_offset = error_log.stat().st_size if error_log.exists() else 0
         self._log(f"starting {self._binary.flavour} {self._binary.version} on port {port}")
-        self._server = self._processes.popen(
-            self._server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        start = self._processes.popen_detached if self._outlive_job else self._processes.popen
+        self._server = start(self._server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._port = port
         self._write_owner(server_pid=self._server.pid)
         self._wait_until_ready(port, error_log, log_offset, deadline)
