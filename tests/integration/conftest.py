@@ -2,128 +2,20 @@
 of the session, sandbox MariaDB servers, and dumps made by mysqldump from a real server."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx2
 import pytest
 
-from tests.conftest import REPO, TEST_ROOT, free_port
-
-TERMINAL = {"succeeded", "failed", "cancelled"}
-
-
-class Stack:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/api/v1"
-        self.env = {**os.environ, "PYTHONPATH": f"{REPO / 'backend'}:{REPO}", "RESTORESCOPE_SWEEP_INTERVAL_S": "2"}
-        self.logs = TEST_ROOT / "logs"
-        self.logs.mkdir(exist_ok=True)
-        self.api: subprocess.Popen[bytes] | None = None
-        self.worker: subprocess.Popen[bytes] | None = None
-        self.http = httpx2.Client(base_url=self.url, timeout=60)
-
-    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
-        with (self.logs / log_name).open("ab") as log:
-            # Its own session, so a test can kill the whole worker (main process and pool children) at once.
-            return subprocess.Popen(
-                args, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-
-    def start_api(self) -> None:
-        self.api = self._spawn(
-            [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)],
-            "api.log",
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if self.http.get("/health").status_code == 200:
-                    return
-            except httpx2.TransportError:
-                time.sleep(0.2)
-        raise RuntimeError(f"API did not start; see {self.logs / 'api.log'}")
-
-    def start_worker(self) -> None:
-        self.worker = self._spawn(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "worker.celery_app",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "2",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            "worker.log",
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.http.get("/health").json()["workers"]:
-                return
-            time.sleep(0.3)
-        raise RuntimeError(f"worker did not start; see {self.logs / 'worker.log'}")
-
-    def kill_worker(self) -> None:
-        """kill -9 of the worker's main process and its pool children, as the OOM killer or a crash would."""
-        assert self.worker is not None
-        os.killpg(self.worker.pid, signal.SIGKILL)
-        self.worker.wait(timeout=10)
-        self.worker = None
-
-    def stop(self) -> None:
-        for process in (self.worker, self.api):
-            if process is not None and process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
-        self.http.close()
-
-    def restore(self, backup_path: str, **body: Any) -> dict[str, Any]:
-        response = self.http.post("/jobs/restore", json={"backup_path": backup_path, **body})
-        assert response.status_code == 201, response.text
-        job: dict[str, Any] = response.json()
-        return job
-
-    def job(self, job_id: int) -> dict[str, Any]:
-        job: dict[str, Any] = self.http.get(f"/jobs/{job_id}").json()
-        return job
-
-    def wait_for(self, job_id: int, until: Callable[[dict[str, Any]], bool], timeout_s: float = 180) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            job = self.job(job_id)
-            if until(job):
-                return job
-            time.sleep(0.25)
-        raise AssertionError(f"job {job_id} did not get there in {timeout_s} s: {self.job(job_id)}")
-
-    def wait_until_done(self, job_id: int, timeout_s: float = 180) -> dict[str, Any]:
-        return self.wait_for(job_id, lambda j: j["status"] in TERMINAL, timeout_s)
-
-    def log_messages(self, job_id: int) -> list[str]:
-        return [
-            line["message"] for line in self.http.get(f"/jobs/{job_id}/logs", params={"limit": 5000}).json()["data"]
-        ]
+from tests.conftest import TEST_ROOT
+from tests.stack import REPO, Stack
 
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
-    running = Stack()
+    running = Stack(TEST_ROOT / "logs", {"RESTORESCOPE_SWEEP_INTERVAL_S": "2"})
     try:
         running.start_api()
         running.start_worker()

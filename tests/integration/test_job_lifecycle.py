@@ -9,7 +9,8 @@ import pytest
 from celery import Celery
 
 from app.sandboxes.options import ServerOptions
-from tests.integration.conftest import Stack, server_processes
+from tests.integration.conftest import server_processes
+from tests.stack import Stack
 from worker.process_group import ProcessGroup
 from worker.sandbox.binary import detect_server_binary
 from worker.sandbox.server import Sandbox

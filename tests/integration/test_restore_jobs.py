@@ -8,7 +8,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from tests.integration.conftest import Stack, server_processes
+from tests.integration.conftest import server_processes
+from tests.stack import Stack
 
 pytestmark = pytest.mark.integration
 

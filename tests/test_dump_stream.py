@@ -1,0 +1,321 @@
+"""RowCounter on every INSERT form mysqldump writes, and DumpReader on plain, gzip, zstd and broken files."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from worker.runners.dump_stream import (
+    CorruptDumpError,
+    DumpError,
+    RowCounter,
+    TruncatedDumpError,
+    UnreadableDumpError,
+    count_tuples,
+    open_dump,
+)
+
+# What MariaDB 10.11's mysqldump writes for a view: a placeholder CREATE VIEW in a versioned comment
+# (older servers wrote `/*!50001 CREATE TABLE`), then the final view definition after USE again.
+MARIADB_10_11_DUMP = b"""/*M!999999\\- enable the sandbox mode */
+-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB, for debian-linux-gnu (x86_64)
+/*!40101 SET NAMES utf8mb4 */;
+CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop` /*!40100 DEFAULT CHARACTER SET latin1 */;
+
+USE `shop`;
+DROP TABLE IF EXISTS `empty`;
+CREATE TABLE `empty` (
+  `a` int(11) DEFAULT NULL
+) ENGINE=InnoDB;
+LOCK TABLES `empty` WRITE;
+UNLOCK TABLES;
+DROP TABLE IF EXISTS `t`;
+CREATE TABLE `t` (
+  `a` int(11) NOT NULL,
+  `b` varchar(50) DEFAULT NULL,
+  PRIMARY KEY (`a`)
+) ENGINE=InnoDB;
+INSERT INTO `t` VALUES
+(1,'x),(y'),
+(2,'it\\'s'),
+(3,NULL),
+(4,'back\\\\slash\\nnl');
+DELIMITER ;;
+/*!50003 CREATE*/ /*!50003 TRIGGER `log_it` AFTER INSERT ON `t` FOR EACH ROW BEGIN
+INSERT INTO `audit` VALUES (NEW.a);
+CREATE TABLE `not_a_table` (a int);
+END */;;
+DELIMITER ;
+DROP TABLE IF EXISTS `v`;
+/*!50001 DROP VIEW IF EXISTS `v`*/;
+/*!50001 CREATE VIEW `v` AS SELECT
+ NULL AS `a`,
+ NULL AS `b` */;
+/*!50001 CREATE TABLE `old_style_view_placeholder` (
+  `a` tinyint NOT NULL
+) ENGINE=MyISAM */;
+USE `shop`;
+/*!50001 DROP VIEW IF EXISTS `v`*/;
+/*!50001 VIEW `v` AS select `t`.`a` AS `a`,`t`.`b` AS `b` from `t` */;
+-- Dump completed on 2026-11-22  4:43:34
+"""
+
+
+def count(dump: bytes, default_database: str | None = None) -> RowCounter:
+    counter = RowCounter(default_database)
+    counter.feed(dump)
+    counter.finish()
+    return counter
+
+
+@pytest.mark.parametrize(
+    ("dump", "expected"),
+    [
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a'),(2,'b'),(3,'c');\n", 3, id="extended-one-line"),
+        pytest.param(b"INSERT INTO `t` VALUES\n(1,'a'),\n(2,'b');\n", 2, id="extended-row-per-line"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a');\nINSERT INTO `t` VALUES (2,'b');\n", 2, id="skip-extended"),
+        pytest.param(b"INSERT INTO `t` (`a`, `b`) VALUES (1,'a'),(2,'b');\n", 2, id="complete-insert"),
+        pytest.param(b"INSERT INTO `t` (`a)(`, `b`) VALUES (1,'a');\n", 1, id="paren-in-column-name"),
+        pytest.param(b"INSERT IGNORE INTO `t` VALUES (1,'a'),(2,'b');\n", 2, id="insert-ignore"),
+        pytest.param(b"REPLACE INTO `t` VALUES (1,'a'),(2,'b');\n", 2, id="replace"),
+        pytest.param(b"INSERT DELAYED INTO `t` VALUES (1,'a');\n", 1, id="delayed"),
+        pytest.param(b"INSERT INTO t VALUES (1,'a'),(2,'b');\n", 2, id="unquoted-name"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a),(b'),(2,'),('),(3,'(');\n", 3, id="separator-in-string"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'it\\'s),('),(2,'x');\n", 2, id="backslash-quote"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'it''s),('),(2,'x');\n", 2, id="doubled-quote"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'ends in \\\\'),(2,'(');\n", 2, id="escaped-backslash-before-quote"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a\\nb;\\n('),(2,'x');\n", 2, id="escaped-newline"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'real\n);\n(newline'),(2,'x');\n", 2, id="literal-newline-in-string"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,0x28),(2,b'1'),(3,-1.5e+3,NULL);\n", 3, id="hex-bit-float-null"),
+        pytest.param("INSERT INTO `t` VALUES (1,'über ),( 😀');\n".encode(), 1, id="unicode"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a'),(2,'b');\r\nINSERT INTO `t` VALUES (3,'c');\r\n", 3, id="crlf"),
+        pytest.param(b"INSERT INTO `t` VALUES (1,'a'),(2,'b');", 2, id="no-final-newline"),
+    ],
+)
+def test_counts_rows_of_every_insert_form(dump: bytes, expected: int) -> None:
+    counter = count(dump)
+    assert counter.expected_rows == {(None, "t"): expected}
+    assert counter.rows_seen == expected
+
+
+@pytest.mark.parametrize(
+    ("dump", "expected"),
+    [
+        pytest.param(b"CREATE TABLE `e` (\n  `a` int\n);\n", {(None, "e"): 0}, id="empty-table"),
+        pytest.param(b"CREATE TABLE IF NOT EXISTS `e` (a int);\n", {(None, "e"): 0}, id="if-not-exists"),
+        pytest.param(b"INSERT INTO `db2`.`t` VALUES (1);\n", {("db2", "t"): 1}, id="qualified-name"),
+        pytest.param(b"CREATE TABLE `a``b` (x int);\n", {(None, "a`b"): 0}, id="backtick-in-name"),
+        pytest.param(b"CREATE SEQUENCE `s` start with 1;\nSELECT SETVAL(`s`, 5, 0);\n", {}, id="sequence"),
+        pytest.param(b"/*!50001 CREATE VIEW `v` AS SELECT\n 1 AS `a` */;\n", {}, id="view-placeholder"),
+        pytest.param(b"/*!50001 CREATE TABLE `v` (\n  `a` int\n) ENGINE=MyISAM */;\n", {}, id="old-view-placeholder"),
+    ],
+)
+def test_tables_without_use(dump: bytes, expected: dict[tuple[str | None, str], int]) -> None:
+    counter = count(dump)
+    assert counter.expected_rows == expected
+    assert not counter.has_use_statements
+
+
+def test_mariadb_dump_with_views_triggers_and_empty_table() -> None:
+    counter = count(MARIADB_10_11_DUMP)
+    assert counter.expected_rows == {("shop", "empty"): 0, ("shop", "t"): 4}
+    assert counter.databases == ["shop"]
+    assert counter.has_use_statements
+    assert counter.dump_completed
+
+
+def test_default_database_names_tables_of_a_dump_without_use() -> None:
+    counter = count(b"CREATE TABLE `t` (a int);\nINSERT INTO `t` VALUES (1),(2);\n", default_database="restored")
+    assert counter.expected_rows == {("restored", "t"): 2}
+    assert counter.databases == ["restored"]
+    assert not counter.dump_completed
+
+
+def test_use_switches_database_between_tables() -> None:
+    dump = b"USE `a`;\nINSERT INTO `t` VALUES (1);\nUSE `b`;\nINSERT INTO `t` VALUES (1),(2);\n"
+    counter = count(dump)
+    assert counter.expected_rows == {("a", "t"): 1, ("b", "t"): 2}
+    assert counter.databases == ["a", "b"]
+
+
+def split_everywhere_cases() -> list[bytes]:
+    return [
+        MARIADB_10_11_DUMP,
+        b"INSERT INTO `t` VALUES (1,'a),(b'),(2,'it''s'),(3,'x\\\\'),(4,'\\'');\nINSERT INTO `t` VALUES (5,'y');\n",
+        b"INSERT INTO `t` VALUES (1,'a');\r\nINSERT INTO `t` VALUES (2,'),(');\r\nINSERT INTO `u` VALUES (3);\r\n",
+        b"INSERT INTO `t` VALUES (1,'real\n);\n(newline'),(2,'x');\nINSERT INTO `t` VALUES (3,'a');\n",
+    ]
+
+
+@pytest.mark.parametrize("dump", split_everywhere_cases())
+def test_same_counts_whatever_the_chunk_boundaries(dump: bytes) -> None:
+    whole = count(dump)
+    for cut in range(1, len(dump)):
+        counter = RowCounter()
+        counter.feed(dump[:cut])
+        counter.feed(dump[cut:])
+        counter.finish()
+        assert counter.expected_rows == whole.expected_rows, f"split at byte {cut}"
+    byte_by_byte = RowCounter()
+    for index in range(len(dump)):
+        byte_by_byte.feed(dump[index : index + 1])
+    byte_by_byte.finish()
+    assert byte_by_byte.expected_rows == whole.expected_rows
+    assert byte_by_byte.databases == whole.databases
+
+
+def test_long_one_line_insert_is_counted_before_it_ends() -> None:
+    """A long INSERT line is counted up to its last `),(` instead of being held until its newline."""
+    counter = RowCounter()
+    counter.feed(b"INSERT INTO `t` VALUES " + b"(1,'x'),(2,'y')," * 5000)
+    assert counter.rows_seen == 9999  # the last tuple may still be followed by more of itself
+    counter.feed(b"(3,'z');\n")
+    assert counter.expected_rows == {(None, "t"): 10001}
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [(b"(1),(2)", 2), (b"(1,'(')", 1), (b"(1,'a\\'(')", 1), (b"(1,'unterminated", None), (b"", 0)],
+)
+def test_count_tuples(values: bytes, expected: int | None) -> None:
+    assert count_tuples(values) == expected
+
+
+# --- reading files ---------------------------------------------------------------------------------
+
+SQL = b"".join(b"INSERT INTO `t` VALUES (%d,'row %d'),(%d,'x');\n" % (i, i, i) for i in range(20000))
+
+
+def read_all(path: Path, size: int = 1 << 16) -> bytes:
+    with open_dump(path) as reader:
+        data = b"".join(reader.chunks(size))
+        assert reader.compressed_bytes_read == reader.total_bytes == path.stat().st_size
+    return data
+
+
+def write_zstd(path: Path, data: bytes) -> Path:
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    return path
+
+
+def write_gzip(path: Path, data: bytes) -> Path:
+    path.write_bytes(gzip.compress(data))
+    return path
+
+
+def test_plain_gzip_and_zstd_decode_to_the_same_sql(tmp_path: Path) -> None:
+    plain = tmp_path / "dump.sql"
+    plain.write_bytes(SQL)
+    assert read_all(plain) == SQL
+    assert read_all(write_gzip(tmp_path / "dump.sql.gz", SQL)) == SQL
+    assert read_all(write_zstd(tmp_path / "dump.sql.zst", SQL)) == SQL
+
+
+def test_compression_is_detected_from_content_not_name(tmp_path: Path) -> None:
+    assert read_all(write_zstd(tmp_path / "really-zstd.sql", SQL)) == SQL
+    assert read_all(write_gzip(tmp_path / "really-gzip.zst", SQL)) == SQL
+
+
+def test_concatenated_members_and_frames_are_all_read(tmp_path: Path) -> None:
+    gz = tmp_path / "multi.gz"
+    gz.write_bytes(gzip.compress(SQL[:1000]) + gzip.compress(SQL[1000:]))
+    assert read_all(gz) == SQL
+    zst = tmp_path / "multi.zst"
+    compressor = zstandard.ZstdCompressor()
+    zst.write_bytes(compressor.compress(SQL[:1000]) + compressor.compress(SQL[1000:]))
+    assert read_all(zst) == SQL
+
+
+@pytest.mark.parametrize(("suffix", "write", "kind"), [("gz", write_gzip, "gzip"), ("zst", write_zstd, "zstd")])
+@pytest.mark.parametrize("keep", [0.01, 0.5, 0.99, -1])
+def test_truncated_file_says_it_is_truncated(
+    tmp_path: Path, suffix: str, write: Callable[[Path, bytes], Path], kind: str, keep: float
+) -> None:
+    path = write(tmp_path / f"dump.sql.{suffix}", SQL)
+    compressed = path.read_bytes()
+    cut = len(compressed) - 1 if keep == -1 else max(int(len(compressed) * keep), 4)
+    path.write_bytes(compressed[:cut])
+    with pytest.raises(TruncatedDumpError) as caught:
+        read_all(path)
+    assert str(caught.value) == (
+        f"{path} ends before the end of its {kind} stream after {cut} bytes: "
+        "the file is truncated or still being copied; copy the backup again"
+    )
+
+
+@pytest.mark.parametrize(("suffix", "write"), [("gz", write_gzip), ("zst", write_zstd)])
+def test_flipped_bits_are_reported_as_damage(tmp_path: Path, suffix: str, write: Callable[[Path, bytes], Path]) -> None:
+    path = write(tmp_path / f"dump.sql.{suffix}", SQL)
+    damaged = bytearray(path.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(CorruptDumpError, match=r"is not valid .* data .*the file is damaged; copy the backup again"):
+        read_all(path)
+
+
+def test_gzip_checksum_mismatch_is_damage(tmp_path: Path) -> None:
+    path = write_gzip(tmp_path / "dump.sql.gz", SQL)
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0x01  # inside the CRC32 trailer: the data decodes but does not match its checksum
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptDumpError, match="incorrect data check"):
+        read_all(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.sql"
+    with pytest.raises(UnreadableDumpError) as caught:
+        open_dump(path)
+    assert str(caught.value) == (
+        f"cannot read {path}: No such file or directory; check that the file exists and the worker's user can read it"
+    )
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    """Root reads any file whatever its mode, so a directory stands in for "permission denied": the user
+    sees the reason the OS gives (here "Is a directory") and what to check."""
+    with pytest.raises(UnreadableDumpError, match=r"cannot read .*: Is a directory; check that the file exists"):
+        open_dump(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files whatever their mode")
+def test_permission_denied(tmp_path: Path) -> None:
+    path = tmp_path / "secret.sql"
+    path.write_bytes(SQL)
+    path.chmod(0)
+    with pytest.raises(UnreadableDumpError, match="Permission denied; check that the file exists"):
+        open_dump(path)
+
+
+@pytest.mark.parametrize(("magic", "name"), [(b"BZh91AY&SY", "bzip2"), (b"\xfd7zXZ\x00\x00", "xz")])
+def test_unsupported_compression_is_named(tmp_path: Path, magic: bytes, name: str) -> None:
+    path = tmp_path / "dump.sql.gz"
+    path.write_bytes(magic + b"\x00" * 100)
+    with pytest.raises(UnreadableDumpError, match=f"is {name}-compressed, which restorescope does not read"):
+        open_dump(path)
+
+
+def test_empty_plain_file_yields_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sql"
+    path.touch()
+    assert read_all(path) == b""
+
+
+def test_gzip_output_stays_bounded_for_highly_compressible_data(tmp_path: Path) -> None:
+    path = tmp_path / "zeros.gz"
+    path.write_bytes(zlib.compress(b"-" * (64 << 20), wbits=31))  # ~64 KB on disk
+    with open_dump(path) as reader:
+        sizes = [len(chunk) for chunk in reader.chunks(1 << 20)]
+    assert max(sizes) <= 1 << 20
+    assert sum(sizes) == 64 << 20
+
+
+def test_dump_errors_share_one_base() -> None:
+    for error in (UnreadableDumpError, TruncatedDumpError, CorruptDumpError):
+        assert issubclass(error, DumpError)
