@@ -200,7 +200,8 @@ def read_all(path: Path, size: int = 1 << 16) -> bytes:
 
 
 def write_zstd(path: Path, data: bytes) -> Path:
-    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    # The zstd CLI writes a checksum by default; without one a flipped literal byte decodes silently.
+    path.write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(data))
     return path
 
 
@@ -230,6 +231,19 @@ def test_concatenated_members_and_frames_are_all_read(tmp_path: Path) -> None:
     compressor = zstandard.ZstdCompressor()
     zst.write_bytes(compressor.compress(SQL[:1000]) + compressor.compress(SQL[1000:]))
     assert read_all(zst) == SQL
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, zstandard.ZstdCompressor().compress], ids=["gzip", "zstd"])
+def test_small_members_in_the_last_block_are_not_lost(tmp_path: Path, compress: Callable[[bytes], bytes]) -> None:
+    path = tmp_path / "tiny"
+    path.write_bytes(compress(b"SELECT 1;\n") + compress(b"SELECT 2;\n") + compress(b"SELECT 3;\n"))
+    assert read_all(path) == b"SELECT 1;\nSELECT 2;\nSELECT 3;\n"
+
+
+def test_gzip_zero_padding_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "padded.gz"
+    path.write_bytes(gzip.compress(SQL) + b"\x00" * 512)
+    assert read_all(path) == SQL
 
 
 @pytest.mark.parametrize(("suffix", "write", "kind"), [("gz", write_gzip, "gzip"), ("zst", write_zstd, "zstd")])

@@ -274,14 +274,14 @@ def test_should_stop_kills_the_client(server: ScratchServer, recorder: Recorder,
     def stop_after_a_few_chunks() -> bool:
         nonlocal calls
         calls += 1
-        return calls > 3
+        return calls > 20
 
     with pytest.raises(RestoreCancelled):
         restore(server, dump, recorder, database="cancelled", should_stop=stop_after_a_few_chunks)
 
     (process,) = recorder.processes
     assert process.returncode == -signal.SIGKILL
-    assert server.count_rows("cancelled", "big") < 8 * 10_000
+    assert 0 < server.count_rows("cancelled", "big") < 8 * 10_000
 
 
 def test_truncated_zstd_dump_stops_the_restore(server: ScratchServer, recorder: Recorder, tmp_path: Path) -> None:
