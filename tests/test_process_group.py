@@ -101,6 +101,11 @@ def test_children_die_when_the_worker_is_killed() -> None:
     )
     assert worker.stdout is not None
     sleeper = int(worker.stdout.readline())
+    # setpriv arms the death signal just after its own exec: kill the parent only once it has exec'd sleep.
+    # (A worker killed inside that sub-millisecond window leaves the child to the orphan reaper instead.)
+    deadline = time.monotonic() + 5
+    while not Path(f"/proc/{sleeper}/cmdline").read_bytes().startswith(b"sleep") and time.monotonic() < deadline:
+        time.sleep(0.01)
     worker.kill()
     worker.wait()
     worker.stdout.close()

@@ -17,8 +17,9 @@ import signal
 import subprocess
 from typing import Any
 
-# pdeathsig fires when the *thread* that forked the child exits, not only the process: start processes
-# from a thread that lives as long as the job (the Celery task's own thread does).
+# setpriv arms the signal right after its exec: a worker killed in that sub-millisecond window leaves the
+# child to reap_orphans. pdeathsig fires when the *thread* that forked the child exits, not only the process:
+# start processes from a thread that lives as long as the job (the Celery task's own thread does).
 _DEATH_SIGNAL_WRAPPER = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
