@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +67,8 @@ USE `shop`;
 /*!50001 VIEW `v` AS select `t`.`a` AS `a`,`t`.`b` AS `b` from `t` */;
 -- Dump completed on 2026-11-22  4:43:34
 """
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def count(dump: bytes, default_database: str | None = None) -> RowCounter:
@@ -298,13 +302,28 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
         open_dump(tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files whatever their mode")
 def test_permission_denied(tmp_path: Path) -> None:
+    """The worker may run as a user that cannot read the file: run the reader as nobody to see what it says."""
     path = tmp_path / "secret.sql"
     path.write_bytes(SQL)
-    path.chmod(0)
-    with pytest.raises(UnreadableDumpError, match="Permission denied; check that the file exists"):
-        open_dump(path)
+    path.chmod(0o600)
+    tmp_path.chmod(0o755)
+    code = (
+        "import sys; from pathlib import Path; from worker.runners.dump_stream import open_dump, UnreadableDumpError\n"
+        "try:\n    open_dump(Path(sys.argv[1]))\nexcept UnreadableDumpError as error:\n    print(error)\n"
+    )
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] if os.geteuid() == 0 else []
+    result = subprocess.run(
+        [*as_nobody, sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": f"{REPO_ROOT / 'backend'}:{REPO_ROOT}"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        f"cannot read {path}: Permission denied; check that the file exists and the worker's user can read it"
+    )
 
 
 @pytest.mark.parametrize(("magic", "name"), [(b"BZh91AY&SY", "bzip2"), (b"\xfd7zXZ\x00\x00", "xz")])

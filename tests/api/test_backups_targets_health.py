@@ -32,6 +32,24 @@ def test_backups_are_listed_with_format_compression_and_size(client: TestClient,
     assert "nodb.sql" not in names
 
 
+def test_a_folder_of_dumps_with_notes_is_not_a_tab_dump(client: TestClient, dumps: dict[str, Path]) -> None:
+    notes = dumps["plain"].parent / "row-counts.txt"
+    tab = dumps["plain"].parent / "tab"
+    tab.mkdir()
+    (tab / "t.sql").write_text("CREATE TABLE t (id int);\n")
+    (tab / "t.txt").write_text("1\n2\n")
+    notes.write_text("shop.t 3\n")
+    try:
+        by_name = {Path(b["path"]).name: b["format"] for b in client.get("/api/v1/backups").json()["data"]}
+        assert by_name["shop.sql"] == "mysqldump" and by_name["tab"] == "mysqldump-tab"
+        assert "api" not in by_name
+    finally:
+        notes.unlink()
+        for child in tab.iterdir():
+            child.unlink()
+        tab.rmdir()
+
+
 def test_symlink_out_of_the_root_is_not_listed(client: TestClient, dumps: dict[str, Path], tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere.sql"
     outside.write_bytes(b"-- MariaDB dump 10.19\n")

@@ -46,6 +46,18 @@ def test_restore_into_a_sandbox_verifies_every_table(
     assert server_processes(done["sandbox_dir"]) == []
 
 
+def test_demo_dumps_are_listed_for_the_picker(live_worker: Stack, demo_dumps: dict[str, Path]) -> None:
+    listed = {Path(b["path"]).name: b for b in live_worker.http.get("/backups").json()["data"] if "/demo/" in b["path"]}
+    assert {name: (b["format"], b["compression"], b["restorable"]) for name, b in listed.items()} == {
+        "shop.sql": ("mysqldump", None, True),
+        "shop.sql.gz": ("mysqldump", "gzip", True),
+        "shop.sql.zst": ("mysqldump", "zstd", True),
+        "shop-nodb.sql": ("mysqldump", None, True),
+    }
+    assert listed["shop.sql"]["details"]["databases"] == ["shop"]
+    assert listed["shop-nodb.sql"]["details"]["has_use_statements"] is False
+
+
 def test_server_options_reach_the_sandbox(live_worker: Stack, demo_dumps: dict[str, Path]) -> None:
     job = live_worker.restore(
         "demo/shop.sql.gz",

@@ -91,6 +91,8 @@ def detect_directory(path: Path) -> Detected | None:
         return Detected(format="mysqlsh", details={"complete": "@.done.json" in names})
     if "metadata" in names:
         return Detected(format="mydumper")
-    if any(n.endswith(".txt") for n in names) and any(n.endswith(".sql") for n in names):
-        return Detected(format="mysqldump-tab")
+    # mysqldump --tab writes table.sql (DDL) next to table.txt (data): a pair, not just any .sql and .txt.
+    tables = {n.removesuffix(".sql") for n in names if n.endswith(".sql")}
+    if any(n.endswith(".txt") and n.removesuffix(".txt") in tables for n in names):
+        return Detected(format="mysqldump-tab", details={"tables": len(tables)})
     return None
