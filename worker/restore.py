@@ -15,6 +15,7 @@ from app.backups.paths import resolve_backup_path
 from app.core.config import Settings, get_settings
 from app.core.db import session_scope
 from app.core.errors import DomainError
+from app.jobs.log import add_log
 from app.models import Backup, Job, JobPhase, JobStatus, ServerSnapshot, Target, VerificationResult
 from app.sandboxes.options import ServerOptions
 from app.targets.connection import Credentials, TargetUnreachable, connect, option_file
@@ -84,14 +85,13 @@ def _target_lock(settings: Settings, parameters: dict[str, Any], job_id: int) ->
 
 
 def _wait_for_target(job_id: int, lock: TargetLock) -> None:
+    # worker.tasks imports this module: import the task here, when both are loaded.
     from worker.tasks import run_restore
 
     with session_scope() as session:
         job = session.get(Job, job_id)
         if job is not None and job.phase != JobPhase.WAITING_FOR_TARGET:
             job.phase = JobPhase.WAITING_FOR_TARGET
-            from app.jobs.log import add_log
-
             add_log(session, job_id, f"waiting: the target is busy with job {lock.holder()}")
     run_restore.apply_async(args=[job_id], countdown=WAIT_FOR_TARGET_S)
 

@@ -7,20 +7,13 @@ from fastapi import Depends
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings, get_settings
-from app.core.db import get_sessionmaker
+from app.core.db import session_scope
 
 
 def get_session() -> Iterator[Session]:
     """One unit of work per request: commit on success, roll back on error."""
-    session = get_sessionmaker()()
-    try:
+    with session_scope() as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -23,7 +23,7 @@ from app.jobs.schemas import (
     ServerStatePublic,
     VerificationPublic,
 )
-from app.models import Job, JobStatus
+from app.models import Job, JobLog, JobStatus
 from app.models.base import utcnow
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -43,6 +43,12 @@ def _detail(session: SessionDep, job: Job) -> JobDetail:
         for v in service.read_verification(session, job.id)
     ]
     return JobDetail(**to_public(job, utcnow()).model_dump(), verification=verification)
+
+
+def _log_public(line: JobLog) -> JobLogPublic:
+    return JobLogPublic(
+        id=line.id, created_at=line.created_at, level=line.level, source=line.source, message=line.message
+    )
 
 
 @router.get("", operation_id="jobs-read_jobs")
@@ -114,13 +120,7 @@ def read_job_logs(
 ) -> JobLogsPublic:
     """Log lines of a job after a given line id."""
     lines = service.read_logs(session, job_id, after_id, limit)
-    return JobLogsPublic(
-        data=[
-            JobLogPublic(id=x.id, created_at=x.created_at, level=x.level, source=x.source, message=x.message)
-            for x in lines
-        ],
-        next_after_id=lines[-1].id if lines else after_id,
-    )
+    return JobLogsPublic(data=[_log_public(x) for x in lines], next_after_id=lines[-1].id if lines else after_id)
 
 
 @router.get("/{job_id}/server", operation_id="jobs-read_job_server_state")
@@ -133,10 +133,7 @@ def _poll(job_id: int, after_id: int) -> tuple[JobPublic, list[JobLogPublic]]:
     with session_scope() as session:
         job = service.get_job(session, job_id)
         lines = service.read_logs(session, job_id, after_id)
-        return to_public(job, utcnow()), [
-            JobLogPublic(id=x.id, created_at=x.created_at, level=x.level, source=x.source, message=x.message)
-            for x in lines
-        ]
+        return to_public(job, utcnow()), [_log_public(x) for x in lines]
 
 
 @router.get("/{job_id}/events", operation_id="jobs-stream_job_events", response_class=EventSourceResponse)
