@@ -111,8 +111,8 @@ def work_root() -> Path:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # A failed run keeps its logs, data and sandboxes for a look; the path is printed.
-    if exitstatus == 0:
+    # A failed run (or RESTORESCOPE_KEEP_TEST_DATA=1) keeps its logs, data and sandboxes; the path is printed.
+    if exitstatus == 0 and not os.environ.get("RESTORESCOPE_KEEP_TEST_DATA"):
         shutil.rmtree(TEST_ROOT, ignore_errors=True)
     else:
         print(f"\nkept the test data for inspection: {TEST_ROOT}")

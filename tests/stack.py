@@ -36,11 +36,18 @@ class Stack:
         self.worker: subprocess.Popen[bytes] | None = None
         self.http = httpx2.Client(base_url=self.url, timeout=60)
 
-    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, args: list[str], log_name: str, extra_env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with (self.logs / log_name).open("ab") as log:
             # Its own session, so a test can kill the whole worker (main process and pool children) at once.
             return subprocess.Popen(
-                args, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                args,
+                cwd=REPO,
+                env={**self.env, **(extra_env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def start_api(self) -> None:
@@ -57,30 +64,34 @@ class Stack:
                 time.sleep(0.2)
         raise RuntimeError(f"API did not start; see {self.logs / 'api.log'}")
 
-    def start_worker(self) -> None:
-        self.worker = self._spawn(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "worker.celery_app",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "2",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            "worker.log",
-        )
+    def start_worker(self, extra_env: dict[str, str] | None = None) -> None:
+        self.worker = self.spawn_worker(extra_env)
+        self.wait_for_workers(1)
+
+    def spawn_worker(self, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "2",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+        return self._spawn(command, "worker.log", extra_env)
+
+    def wait_for_workers(self, count: int) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if self.http.get("/health").json()["workers"]:
+            if len(self.http.get("/health").json()["workers"]) >= count:
                 return
             time.sleep(0.3)
-        raise RuntimeError(f"worker did not start; see {self.logs / 'worker.log'}")
+        raise RuntimeError(f"{count} worker(s) did not start; see {self.logs / 'worker.log'}")
 
     def kill_worker(self) -> None:
         """kill -9 of the worker's main process and its pool children, as the OOM killer or a crash would."""

@@ -21,13 +21,11 @@ app.conf.update(
     # visibility timeout runs out. A worker that dies mid-job is caught by the heartbeat sweep instead.
     task_acks_late=False,
     worker_prefetch_multiplier=1,
-    # Only covers messages reserved but not yet started (e.g. ETA retries of a job waiting for its target).
-    broker_transport_options={"visibility_timeout": 12 * 3600},
+    broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
     broker_connection_retry_on_startup=True,
     task_serializer="json",
     accept_content=["json"],
     task_ignore_result=True,
-    worker_hijack_root_logger=False,
 )
 
 log = logging.getLogger("restorescope.worker")

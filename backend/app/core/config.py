@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     heartbeat_interval_s: float = 2.0
     heartbeat_timeout_s: float = 30.0
     sweep_interval_s: float = 5.0
+    # Redis redelivers a message not acknowledged within this time. Tasks are acknowledged on receipt, so it
+    # only applies to messages reserved but not started (ETA retries of a job waiting for its target).
+    broker_visibility_timeout_s: float = 12 * 3600
     # How often the worker publishes progress to the job store while a job runs.
     progress_interval_s: float = 1.0
 
