@@ -76,16 +76,6 @@ def _doublewrite(options: ServerOptions, binary: ServerBinary) -> list[str]:
     return [f"--innodb-doublewrite={int(options.innodb_doublewrite)}"]
 
 
-def _flush_log_at_trx_commit(options: ServerOptions, binary: ServerBinary) -> list[str]:
-    value = options.innodb_flush_log_at_trx_commit
-    return [] if value is None else [f"--innodb-flush-log-at-trx-commit={value}"]
-
-
-def _autoinc_lock_mode(options: ServerOptions, binary: ServerBinary) -> list[str]:
-    value = options.innodb_autoinc_lock_mode
-    return [] if value is None else [f"--innodb-autoinc-lock-mode={value}"]
-
-
 def _aio(options: ServerOptions, binary: ServerBinary) -> list[str]:
     mode = options.aio_mode
     if mode is None:
@@ -102,16 +92,6 @@ def _mysql_aio(mode: AioMode) -> list[str]:
     return ["--innodb-use-native-aio=0"] if mode == "off" else ["--innodb-use-native-aio=1"]
 
 
-def _flush_method(options: ServerOptions, binary: ServerBinary) -> list[str]:
-    method = options.innodb_flush_method
-    return [] if method is None else [f"--innodb-flush-method={method}"]
-
-
-def _io_capacity(options: ServerOptions, binary: ServerBinary) -> list[str]:
-    value = options.innodb_io_capacity
-    return [] if value is None else [f"--innodb-io-capacity={value}"]
-
-
 def _performance_schema(options: ServerOptions, binary: ServerBinary) -> list[str]:
     if options.performance_schema is None:
         return []
@@ -126,15 +106,28 @@ def _binlog(options: ServerOptions, binary: ServerBinary) -> list[str]:
     return ["--skip-log-bin"]
 
 
-_TRANSLATIONS: list[Callable[[ServerOptions, ServerBinary], list[str]]] = [
+Translation = Callable[[ServerOptions, ServerBinary], list[str]]
+
+
+def _as_is(field: str, flag: str) -> Translation:
+    """Options that both flavours spell the same way and take verbatim."""
+
+    def translate(options: ServerOptions, _binary: ServerBinary) -> list[str]:
+        value = getattr(options, field)
+        return [] if value is None else [f"--{flag}={value}"]
+
+    return translate
+
+
+_TRANSLATIONS: list[Translation] = [
     _buffer_pool,
     _redo_log_size,
     _doublewrite,
-    _flush_log_at_trx_commit,
-    _autoinc_lock_mode,
+    _as_is("innodb_flush_log_at_trx_commit", "innodb-flush-log-at-trx-commit"),
+    _as_is("innodb_autoinc_lock_mode", "innodb-autoinc-lock-mode"),
     _aio,
-    _flush_method,
-    _io_capacity,
+    _as_is("innodb_flush_method", "innodb-flush-method"),
+    _as_is("innodb_io_capacity", "innodb-io-capacity"),
     _performance_schema,
     _binlog,
 ]
