@@ -2,9 +2,10 @@
 
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from app.traces import juicefs_log, strace_log
-from app.traces.operation import ParseResult
+from app.traces.operation import Malformed, Operation, ParseResult
 
 HEAD_LINES = 50
 
@@ -43,14 +44,32 @@ def _head(lines: Iterator[str]) -> list[str]:
     return head
 
 
-def parse_trace(lines: Iterable[str]) -> ParseResult:
-    """Detect the format from the first lines, then parse the whole stream with that parser."""
+class LineParser(Protocol):
+    """A parser fed one line at a time (strace_log.StraceLogParser, juicefs_log.JuiceFsLogParser)."""
+
+    format: str
+    lines: int
+    malformed: list[Malformed]
+
+    def feed(self, line: str) -> list[Operation]: ...
+
+    def finish(self) -> None: ...
+
+
+def open_trace(lines: Iterable[str]) -> tuple[LineParser, Iterator[str]]:
+    """Detect the format from the first lines; returns its parser and every line, the head included."""
     stream = iter(lines)
     head = _head(stream)
     found = detect_trace_format(head)
     if found is None:
         raise UnknownTraceFormat()
-    everything = itertools.chain(head, stream)
-    if found == juicefs_log.FORMAT:
-        return juicefs_log.parse_juicefs_log(everything)
-    return strace_log.parse_strace_log(everything)
+    parser: LineParser = juicefs_log.JuiceFsLogParser() if found == juicefs_log.FORMAT else strace_log.StraceLogParser()
+    return parser, itertools.chain(head, stream)
+
+
+def parse_trace(lines: Iterable[str]) -> ParseResult:
+    """Detect the format, then parse the whole stream into memory (for tests and small files)."""
+    parser, everything = open_trace(lines)
+    operations = [operation for line in everything for operation in parser.feed(line)]
+    parser.finish()
+    return ParseResult(parser.format, operations, parser.malformed, parser.lines)

@@ -133,17 +133,31 @@ def parse_line(line: str) -> Operation | str:
     )
 
 
-def parse_juicefs_log(lines: Iterable[str]) -> ParseResult:
-    """Parse access log lines as they stream by; blank lines and '#' keep-alives are skipped."""
-    operations: list[Operation] = []
-    malformed: list[Malformed] = []
-    count = 0
-    for count, line in enumerate(lines, 1):
+class JuiceFsLogParser:
+    """Reads an access log one line at a time; blank lines and '#' keep-alives are skipped."""
+
+    format = FORMAT
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.malformed: list[Malformed] = []
+
+    def feed(self, line: str) -> list[Operation]:
+        self.lines += 1
         if not line.strip() or line.startswith("#"):
-            continue
+            return []
         parsed = parse_line(line)
         if isinstance(parsed, str):
-            malformed.append(Malformed(count, parsed, line.rstrip("\r\n")))
-        else:
-            operations.append(parsed)
-    return ParseResult(FORMAT, operations, malformed, count)
+            self.malformed.append(Malformed(self.lines, parsed, line.rstrip("\r\n")))
+            return []
+        return [parsed]
+
+    def finish(self) -> None:
+        """Nothing waits across lines in this format."""
+
+
+def parse_juicefs_log(lines: Iterable[str]) -> ParseResult:
+    """Parse access log lines as they stream by."""
+    parser = JuiceFsLogParser()
+    operations = [operation for line in lines for operation in parser.feed(line)]
+    return ParseResult(FORMAT, operations, parser.malformed, parser.lines)

@@ -132,12 +132,21 @@ def _operations(text: str, start: int, tid: int) -> list[Operation]:
     return [Operation(start, duration, tid, call, kind_of(call), path, offset, size, shown)]
 
 
-class _Parser:
-    def __init__(self, day: Date | None) -> None:
+class StraceLogParser:
+    """Reads strace output one line at a time, so a live capture or a big upload never sits in memory.
+
+    ``feed`` returns the operations a line completes (none for an ``<unfinished ...>`` line, which waits
+    for its resumption); lines that cannot be read go to ``malformed``. Call ``finish`` at the end: calls
+    that never resumed become malformed lines too.
+    """
+
+    format = "strace"
+
+    def __init__(self, day: Date | None = None) -> None:
+        self.lines = 0
         self.base_us = 0 if day is None else (day.toordinal() - 719_163) * _DAY_US
         self.last_clock = -1
         self.pending: dict[int, tuple[int, int, str, str]] = {}  # tid -> (line_no, start, call, args so far)
-        self.operations: list[Operation] = []
         self.malformed: list[Malformed] = []
 
     def _start(self, m: re.Match[str]) -> int:
@@ -150,15 +159,23 @@ class _Parser:
         self.last_clock = clock
         return self.base_us + clock
 
-    def line(self, line_no: int, line: str) -> None:
+    def feed(self, line: str) -> list[Operation]:
+        self.lines += 1
+        try:
+            return self._line(self.lines, line)
+        except _Bad as bad:
+            self.malformed.append(Malformed(self.lines, str(bad), line.rstrip("\r\n")))
+            return []
+
+    def _line(self, line_no: int, line: str) -> list[Operation]:
         m = _HEAD.match(line)
         if m is None:
             if line.startswith("strace: ") or not line.strip():
-                return
+                return []
             raise _Bad("not an strace line (expected '[pid N] HH:MM:SS.ffffff call(...) = result <seconds>')")
         rest = m.group(9).rstrip()
         if rest.startswith(("---", "+++")):
-            return
+            return []
         tid = int(m.group(1) or m.group(2) or 0)
         start = self._start(m)
         if rest.endswith("<unfinished ...>"):
@@ -166,7 +183,7 @@ class _Parser:
             if u is None:
                 raise _Bad("cannot read the unfinished call")
             self.pending[tid] = (line_no, start, u.group(1), u.group(2))
-            return
+            return []
         if rest.startswith("<..."):
             r = _RESUMED.match(rest)
             if r is None:
@@ -180,11 +197,12 @@ class _Parser:
             if joined_args and not joined_args.endswith(",") and not tail.startswith(")"):
                 joined_args += " "
             rest = f"{call}({joined_args}{tail}"
-        self.operations.extend(_operations(rest, start, tid))
+        return _operations(rest, start, tid)
 
     def finish(self) -> None:
         for line_no, _, call, head in self.pending.values():
             self.malformed.append(Malformed(line_no, f"{call} never resumed", f"{call}({head} <unfinished ...>"))
+        self.pending.clear()
         self.malformed.sort(key=lambda bad: bad.line_no)
 
 
@@ -201,12 +219,7 @@ def looks_like_strace(line: str) -> bool:
 
 def parse_strace_log(lines: Iterable[str], date: Date | None = None) -> ParseResult:
     """Parse strace output as it streams by; ``date`` turns ``-tt`` clock times into epoch times."""
-    parser = _Parser(date)
-    count = 0
-    for count, line in enumerate(lines, 1):
-        try:
-            parser.line(count, line)
-        except _Bad as bad:
-            parser.malformed.append(Malformed(count, str(bad), line.rstrip("\r\n")))
+    parser = StraceLogParser(date)
+    operations = [operation for line in lines for operation in parser.feed(line)]
     parser.finish()
-    return ParseResult(FORMAT, parser.operations, parser.malformed, count)
+    return ParseResult(FORMAT, operations, parser.malformed, parser.lines)
