@@ -1,0 +1,102 @@
+/** Which lanes a view shows, in what order and where on the canvas: sort, filter, fold idle, lay out. */
+
+export interface LaneInfo {
+  tid: number;
+  role: string;
+  name: string | null;
+  operations: number;
+  busy_us: number;
+}
+
+export const LANE_SORTS = ["role", "busy", "tid"] as const;
+export type LaneSort = (typeof LANE_SORTS)[number];
+
+/** by role (then busiest first), by busy time (busiest first), or by thread id. */
+export function sortLanes<T extends LaneInfo>(lanes: readonly T[], by: LaneSort): T[] {
+  const byBusy = (a: T, b: T): number => b.busy_us - a.busy_us || a.tid - b.tid;
+  const compare: Record<LaneSort, (a: T, b: T) => number> = {
+    role: (a, b) => a.role.localeCompare(b.role) || byBusy(a, b),
+    busy: byBusy,
+    tid: (a, b) => a.tid - b.tid,
+  };
+  return [...lanes].sort(compare[by]);
+}
+
+/** Lanes whose role is among `roles` (all when empty). */
+export function filterLanes<T extends LaneInfo>(lanes: readonly T[], roles: readonly string[]): T[] {
+  if (roles.length === 0) return [...lanes];
+  const wanted = new Set(roles);
+  return lanes.filter((lane) => wanted.has(lane.role));
+}
+
+/**
+ * Idle lanes (no operation in the whole trace) are folded into one line, as Perfetto folds empty tracks,
+ * unless asked to show them.
+ */
+export function foldIdle<T extends LaneInfo>(lanes: readonly T[], showIdle: boolean): { shown: T[]; folded: T[] } {
+  if (showIdle) return { shown: [...lanes], folded: [] };
+  const shown: T[] = [];
+  const folded: T[] = [];
+  for (const lane of lanes) (lane.operations > 0 ? shown : folded).push(lane);
+  return { shown, folded };
+}
+
+export interface LaneMetrics {
+  /** Height of an expanded lane's operation bars. */
+  barPx: number;
+  /** Height of the CPU-state band under the bars, when the trace has spans (0 otherwise). */
+  bandPx: number;
+  /** Height of a collapsed lane (a thin activity strip). */
+  collapsedPx: number;
+  /** Space between lanes. */
+  gapPx: number;
+}
+
+export const DEFAULT_METRICS: LaneMetrics = { barPx: 18, bandPx: 4, collapsedPx: 6, gapPx: 4 };
+
+export interface LaneBox {
+  tid: number;
+  /** Top of the lane in CSS pixels from the top of the lanes canvas. */
+  y: number;
+  height: number;
+  barY: number;
+  barHeight: number;
+  /** Where the CPU-state band is drawn; bandHeight 0 when there is none (or the lane is collapsed). */
+  bandY: number;
+  bandHeight: number;
+  collapsed: boolean;
+}
+
+/** Top-to-bottom boxes of the lanes, and the total height they need. */
+export function layoutLanes(
+  tids: readonly number[],
+  collapsed: ReadonlySet<number>,
+  metrics: LaneMetrics = DEFAULT_METRICS,
+): { boxes: LaneBox[]; height: number } {
+  const boxes: LaneBox[] = [];
+  let y = metrics.gapPx / 2;
+  for (const tid of tids) {
+    const isCollapsed = collapsed.has(tid);
+    const barHeight = isCollapsed ? metrics.collapsedPx : metrics.barPx;
+    const bandHeight = isCollapsed ? 0 : metrics.bandPx;
+    const height = barHeight + (bandHeight > 0 ? bandHeight + 1 : 0);
+    boxes.push({
+      tid,
+      y,
+      height,
+      barY: y,
+      barHeight,
+      bandY: y + barHeight + 1,
+      bandHeight,
+      collapsed: isCollapsed,
+    });
+    y += height + metrics.gapPx;
+  }
+  return { boxes, height: Math.ceil(y - metrics.gapPx / 2) };
+}
+
+/** A lane's label: its role, with the thread name when it says more, and the thread id. */
+export function laneLabel(lane: LaneInfo): string {
+  const name = lane.name && lane.name !== lane.role ? ` · ${lane.name}` : "";
+  return `${lane.role || "thread"}${name}`;
+}
