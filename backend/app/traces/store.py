@@ -1,0 +1,423 @@
+"""A job's trace on disk, and the writer producers feed while the job runs.
+
+Layout of ``{data_dir}/traces/{job_id}/``::
+
+    meta.json              status, counts, lanes, counter tracks, producer facts; rewritten atomically
+    ops/part-000001.parquet      operations, one file per flush, sorted by (tid, start_us)
+    spans/part-000001.parquet    CPU and SQL state spans
+    counters/part-000001.parquet counter samples
+
+Every file appears by rename, so a reader never sees half a file: it lists the parts and reads what is
+there while the writer goes on appending. ``meta.json`` is written after the part it counts.
+On close the writer also builds the query files (see ``compact``): one memory-mappable file of all
+operations sorted by lane and time, and level-of-detail summaries, so zoomed-out views stay fast.
+
+Strings (op, kind, path, result, span labels, counter tracks) are dictionary-encoded in every part.
+"""
+
+import contextlib
+import json
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+from app.core.config import Settings
+from app.traces import tally
+from app.traces.operation import Malformed, Operation
+from app.traces.records import CounterSample, Lane, Span
+
+KINDS: Final = ("read", "write", "fsync", "open", "close", "other")
+MALFORMED_KEPT: Final = 100
+META_FILE: Final = "meta.json"
+FORMAT_VERSION: Final = 1
+
+_STRING = pa.dictionary(pa.int32(), pa.string())
+OPERATION_SCHEMA: Final = pa.schema(
+    [
+        ("start_us", pa.int64()),
+        ("duration_us", pa.int64()),
+        ("tid", pa.int64()),
+        ("op", _STRING),
+        ("kind", _STRING),
+        ("path", _STRING),
+        ("offset", pa.int64()),
+        ("size", pa.int64()),
+        ("result", _STRING),
+    ]
+)
+SPAN_SCHEMA: Final = pa.schema(
+    [
+        ("tid", pa.int64()),
+        ("start_us", pa.int64()),
+        ("duration_us", pa.int64()),
+        ("track", _STRING),
+        ("label", _STRING),
+    ]
+)
+COUNTER_SCHEMA: Final = pa.schema(
+    [("track", _STRING), ("t_us", pa.int64()), ("value", pa.float64()), ("unit", _STRING)]
+)
+
+
+def trace_dir(settings: Settings, job_id: int) -> Path:
+    return settings.data_dir / "traces" / str(job_id)
+
+
+def write_json_atomically(path: Path, value: object) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(value, separators=(",", ":")))
+    temporary.replace(path)
+
+
+class _Dictionary:
+    """Strings to stable int codes for one column, across every part of the trace."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str | None, int | None] = {None: None}
+        self.values: list[str] = []
+
+    def encode(self, column: list[str | None]) -> pa.DictionaryArray:
+        codes = self.codes
+        try:
+            indices = list(map(codes.__getitem__, column))
+        except KeyError:
+            for value in column:
+                if value not in codes:
+                    codes[value] = len(self.values)
+                    self.values.append(str(value))
+            indices = list(map(codes.__getitem__, column))
+        return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(self.values, pa.string()))
+
+
+def operations_table(operations: list[Operation], dictionaries: dict[str, _Dictionary]) -> pa.Table:
+    """Column by column: a list comprehension per field is the fastest way out of Python objects."""
+    columns = [
+        pa.array([o.start_us for o in operations], pa.int64()),
+        pa.array([o.duration_us for o in operations], pa.int64()),
+        pa.array([o.tid for o in operations], pa.int64()),
+        dictionaries["op"].encode([o.op for o in operations]),
+        dictionaries["kind"].encode([o.kind for o in operations]),
+        dictionaries["path"].encode([o.path for o in operations]),
+        pa.array([o.offset for o in operations], pa.int64()),
+        pa.array([o.size for o in operations], pa.int64()),
+        dictionaries["result"].encode([o.result for o in operations]),
+    ]
+    return pa.Table.from_arrays(columns, schema=OPERATION_SCHEMA)
+
+
+def _spans_table(spans: list[Span], dictionaries: dict[str, _Dictionary]) -> pa.Table:
+    columns = [
+        pa.array([s.tid for s in spans], pa.int64()),
+        pa.array([s.start_us for s in spans], pa.int64()),
+        pa.array([s.duration_us for s in spans], pa.int64()),
+        dictionaries["track"].encode([s.track for s in spans]),
+        dictionaries["label"].encode([s.label for s in spans]),
+    ]
+    return pa.Table.from_arrays(columns, schema=SPAN_SCHEMA)
+
+
+def _counters_table(samples: list[CounterSample], dictionaries: dict[str, _Dictionary]) -> pa.Table:
+    columns = [
+        dictionaries["counter"].encode([c.track for c in samples]),
+        pa.array([c.t_us for c in samples], pa.int64()),
+        pa.array([c.value for c in samples], pa.float64()),
+        dictionaries["unit"].encode([c.unit for c in samples]),
+    ]
+    return pa.Table.from_arrays(columns, schema=COUNTER_SCHEMA)
+
+
+@dataclass
+class LaneTotals:
+    operations: int = 0
+    busy_us: int = 0  # sum of operation durations (overlapping async operations count each)
+    bytes: int = 0
+
+
+@dataclass
+class TraceSummary:
+    """What meta.json holds and what the job store's summary row is made of."""
+
+    status: str = "recording"
+    operations: int = 0
+    kinds: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    t_min_us: int | None = None
+    t_max_us: int | None = None
+    bytes_read: int = 0
+    bytes_written: int = 0
+    spans: int = 0
+    counter_samples: int = 0
+    counters: dict[str, str] = field(default_factory=dict)  # track -> unit
+    lanes: list[dict[str, Any]] = field(default_factory=list)  # records.Lane as dicts, tid order
+    lane_totals: dict[int, LaneTotals] = field(default_factory=dict)
+    malformed_lines: int = 0
+    malformed: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, str | int | float | None] = field(default_factory=dict)
+    parts: int = 0
+    compacted: bool = False
+
+    def add_part(self, part: tally.PartTotals) -> None:
+        self.operations += part.operations
+        for kind, count in part.kinds.items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + count
+        self.t_min_us = part.t_min_us if self.t_min_us is None else min(self.t_min_us, part.t_min_us)
+        self.t_max_us = part.t_max_us if self.t_max_us is None else max(self.t_max_us, part.t_max_us)
+        self.bytes_read += part.bytes_read
+        self.bytes_written += part.bytes_written
+        for tid, (count, busy, size) in part.lanes.items():
+            totals = self.lane_totals.setdefault(tid, LaneTotals())
+            totals.operations += count
+            totals.busy_us += busy
+            totals.bytes += size
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["version"] = FORMAT_VERSION
+        data["lane_totals"] = {str(tid): asdict(totals) for tid, totals in self.lane_totals.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TraceSummary":
+        values = {key: value for key, value in data.items() if key in cls.__dataclass_fields__}
+        values["lane_totals"] = {int(tid): LaneTotals(**t) for tid, t in data.get("lane_totals", {}).items()}
+        kinds = dict.fromkeys(KINDS, 0)
+        kinds.update(data.get("kinds", {}))
+        values["kinds"] = kinds
+        return cls(**values)
+
+
+def read_summary(directory: Path) -> TraceSummary | None:
+    """The trace's meta.json, or None when there is no trace in that directory."""
+    try:
+        return TraceSummary.from_json(json.loads((directory / META_FILE).read_text()))
+    except FileNotFoundError:
+        return None
+
+
+@dataclass
+class _Batch:
+    operations: list[Operation] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    counters: list[CounterSample] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.operations) + len(self.spans) + len(self.counters)
+
+
+class TraceClosed(RuntimeError):
+    """A producer wrote to a trace after it was closed."""
+
+
+class TraceWriter:
+    """Implements records.TraceSink. Safe to call from several threads.
+
+    Records go into an in-memory batch; a batch is handed to one background thread when it reaches
+    ``flush_every_ops`` records, or every ``flush_every_s`` seconds, and written as Parquet parts. At most
+    two batches wait for that thread, so a producer faster than the disk is slowed down rather than
+    growing memory without bound. ``close()`` writes what is left, builds the query files and marks the
+    trace complete (or ``failed``). An error of the background thread is raised by the next call.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        flush_every_ops: int = 200_000,
+        flush_every_s: float = 1.0,
+        on_close: Callable[[TraceSummary], None] | None = None,
+        compact_on_close: bool = True,
+    ) -> None:
+        self.directory = directory
+        self.flush_every_ops = flush_every_ops
+        self.flush_every_s = flush_every_s
+        self._on_close = on_close
+        self._compact_on_close = compact_on_close
+        # A trace starts empty: a retried job or a re-import replaces what an earlier attempt left.
+        if directory.exists():
+            shutil.rmtree(directory)
+        for sub in ("ops", "spans", "counters"):
+            (directory / sub).mkdir(parents=True)
+        self._lock = threading.Lock()
+        self._batch = _Batch()
+        self._summary = TraceSummary()
+        self._lanes: dict[int, Lane] = {}
+        self._meta_dirty = True
+        self._closed = False
+        self._error: BaseException | None = None
+        self._dictionaries = {
+            name: _Dictionary() for name in ("op", "kind", "path", "result", "track", "label", "counter", "unit")
+        }
+        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=2)
+        self._flusher = threading.Thread(target=self._run_flusher, name=f"trace-writer-{directory.name}", daemon=True)
+        self._write_meta()
+        self._flusher.start()
+
+    # --- the TraceSink interface -------------------------------------------------------------------
+    def add_operations(self, operations: Iterable[Operation]) -> None:
+        with self._lock:
+            self._check_open()
+            self._batch.operations.extend(operations)
+            full = self._take_if_full()
+        self._hand_off(full)
+
+    def set_lane(self, lane: Lane) -> None:
+        with self._lock:
+            self._check_open()
+            self._lanes[lane.tid] = lane
+            self._meta_dirty = True
+
+    def add_spans(self, spans: Iterable[Span]) -> None:
+        with self._lock:
+            self._check_open()
+            self._batch.spans.extend(spans)
+            full = self._take_if_full()
+        self._hand_off(full)
+
+    def add_counters(self, samples: Iterable[CounterSample]) -> None:
+        with self._lock:
+            self._check_open()
+            self._batch.counters.extend(samples)
+            full = self._take_if_full()
+        self._hand_off(full)
+
+    # --- beyond the sink ---------------------------------------------------------------------------
+    def set_meta(self, **values: str | int | float | None) -> None:
+        """Facts about the capture (backend, aio_mode, visibility, fallback_reason...); later values win."""
+        with self._lock:
+            self._check_open()
+            self._summary.meta.update(values)
+            self._meta_dirty = True
+
+    def add_malformed(self, lines: Iterable[Malformed]) -> None:
+        """Input lines that could not be read: all are counted, the first 100 kept."""
+        with self._lock:
+            self._check_open()
+            for bad in lines:
+                self._summary.malformed_lines += 1
+                if len(self._summary.malformed) < MALFORMED_KEPT:
+                    self._summary.malformed.append({"line_no": bad.line_no, "reason": bad.reason, "text": bad.text})
+            self._meta_dirty = True
+
+    def close(self, *, status: str = "complete") -> TraceSummary:
+        """Write what is buffered, build the query files and mark the trace ``status``; returns the summary."""
+        with self._lock:
+            if self._closed:
+                return self._summary
+            self._closed = True
+            rest, self._batch = self._batch, _Batch()
+        self._queue.put(rest)
+        self._queue.put(None)
+        self._flusher.join()
+        if self._error is not None and status == "complete":
+            status = "failed"
+        if self._compact_on_close and self._error is None:
+            from app.traces.compact import compact  # the query side; imported late to keep the writer light
+
+            compact(self.directory)
+            self._summary.compacted = True
+        self._summary.status = status
+        self._write_meta()
+        if self._on_close is not None:
+            self._on_close(self._summary)
+        if self._error is not None:
+            raise RuntimeError(f"writing the trace in {self.directory} failed") from self._error
+        return self._summary
+
+    @property
+    def summary(self) -> TraceSummary:
+        return self._summary
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close(status="failed" if error is not None else "complete")
+
+    # --- internals ---------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"writing the trace in {self.directory} failed") from self._error
+        if self._closed:
+            raise TraceClosed(f"the trace in {self.directory} is closed")
+
+    def _take_if_full(self) -> _Batch | None:
+        if len(self._batch) < self.flush_every_ops:
+            return None
+        full, self._batch = self._batch, _Batch()
+        return full
+
+    def _hand_off(self, batch: _Batch | None) -> None:
+        if batch is not None:
+            self._queue.put(batch)  # blocks while two batches wait: back-pressure keeps memory bounded
+
+    def _run_flusher(self) -> None:
+        deadline = time.monotonic() + self.flush_every_s
+        while True:
+            try:
+                batch = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                with self._lock:
+                    batch, self._batch = self._batch, _Batch()
+            if batch is None:
+                return
+            if time.monotonic() >= deadline:
+                deadline = time.monotonic() + self.flush_every_s
+            if self._error is not None:
+                continue  # keep draining so producers never block on a dead writer
+            try:
+                self._write_batch(batch)
+            except BaseException as error:  # reported to the producer by its next call
+                self._error = error
+
+    def _write_batch(self, batch: _Batch) -> None:
+        if not len(batch) and not self._meta_dirty:
+            return
+        if batch.operations:
+            table = operations_table(batch.operations, self._dictionaries)
+            table = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
+            self._write_part("ops", table)
+            self._count_operations(table)
+        if batch.spans:
+            self._write_part("spans", _spans_table(batch.spans, self._dictionaries))
+            self._summary.spans += len(batch.spans)
+        if batch.counters:
+            self._write_part("counters", _counters_table(batch.counters, self._dictionaries))
+            self._summary.counter_samples += len(batch.counters)
+            for sample in batch.counters:
+                self._summary.counters.setdefault(sample.track, sample.unit)
+        self._write_meta()
+
+    def _write_part(self, kind: str, table: pa.Table) -> None:
+        self._summary.parts += 1
+        final = self.directory / kind / f"part-{self._summary.parts:06d}.parquet"
+        temporary = final.with_name(f".{final.name}.tmp")
+        pq.write_table(table, temporary, compression="zstd", compression_level=1, row_group_size=1 << 20)
+        temporary.replace(final)
+
+    def _count_operations(self, table: pa.Table) -> None:
+        totals = tally.part_totals(table)
+        with self._lock:
+            self._summary.add_part(totals)
+
+    def _write_meta(self) -> None:
+        with self._lock:
+            self._summary.lanes = [asdict(lane) for _, lane in sorted(self._lanes.items())]
+            self._meta_dirty = False
+            snapshot = self._summary.to_json()
+        write_json_atomically(self.directory / META_FILE, snapshot)
+
+
+def iter_parts(directory: Path, kind: str) -> Iterator[Path]:
+    """The finished parts of one record kind, oldest first."""
+    with contextlib.suppress(FileNotFoundError):
+        yield from sorted(p for p in (directory / kind).iterdir() if p.name.startswith("part-"))
