@@ -1,8 +1,8 @@
 import react from "@vitejs/plugin-react";
 import { defineConfig } from "vitest/config";
 
-// `npm run dev` proxies the API to a backend started with `make run` (port 8000 unless RESTORESCOPE_PORT says).
-const backend = `http://127.0.0.1:${process.env.RESTORESCOPE_PORT ?? "8000"}`;
+// `npm run dev` proxies the API to a backend started with `make run` on its default port.
+const backend = "http://127.0.0.1:8000";
 
 export default defineConfig({
   plugins: [react()],

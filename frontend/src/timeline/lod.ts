@@ -74,12 +74,10 @@ export function mergeBars(bars: readonly Bar[], widthPx: number): Bar[] {
         weights.set(clipped.kind, (weights.get(clipped.kind) ?? 0) + clipped.w);
         busyWeight += clipped.busy * clipped.w;
         totalWeight += clipped.w;
-        current = {
-          ...current,
-          w: newEnd - current.x,
-          count: current.count + clipped.count,
-          bytes: current.bytes + clipped.bytes,
-        };
+        // current is our own copy (made by the clip below), so it is safe to grow in place.
+        current.w = newEnd - current.x;
+        current.count += clipped.count;
+        current.bytes += clipped.bytes;
         continue;
       }
       flush();

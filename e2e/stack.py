@@ -1,0 +1,114 @@
+"""The whole app for the browser tests, as a user runs it, in a throwaway directory.
+
+Starts a private Redis on a free port, builds a SQLite job store with `alembic upgrade head`, makes the
+demo backup under a private backup root, then runs the API (uvicorn, which serves frontend/dist) and a
+Celery worker through tests/stack.py. Prints one JSON line {"url": ...} when ready, then runs until
+SIGTERM/SIGINT or until its standard input closes (so it never outlives the Playwright run that
+started it), and removes everything it made.
+
+    .venv/bin/python e2e/stack.py [--keep]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.stack import Stack, free_port  # noqa: E402
+
+
+def start_redis(directory: Path, port: int) -> subprocess.Popen[bytes]:
+    directory.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("redis-server did not start")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, job store)")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="restorescope-e2e-"))
+    redis_port = free_port()
+    env = {
+        "RESTORESCOPE_DATA_DIR": str(root / "data"),
+        "RESTORESCOPE_BACKUP_ROOTS": str(root / "backups"),
+        "RESTORESCOPE_WORK_ROOT": str(root / "work"),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "DATABASE_URL": f"sqlite:///{root / 'data' / 'restorescope.db'}",
+        "RESTORESCOPE_HEARTBEAT_INTERVAL_S": "1",
+        "RESTORESCOPE_PROGRESS_INTERVAL_S": "0.5",
+        "RESTORESCOPE_SWEEP_INTERVAL_S": "2",
+    }
+    full_env = {**os.environ, **env, "PYTHONPATH": f"{REPO / 'backend'}:{REPO}"}
+    (root / "data").mkdir(parents=True)
+    (root / "backups").mkdir()
+
+    stopping = threading.Event()
+
+    def stop(_signal: int, _frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    redis = start_redis(root / "redis", redis_port)
+    stack = Stack(root / "logs", env)
+    try:
+        subprocess.run([str(REPO / ".venv/bin/alembic"), "upgrade", "head"], cwd=REPO, env=full_env, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "worker.demo", str(root / "backups" / "demo"), "--rows", "3000"],
+            cwd=REPO,
+            env=full_env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        stack.start_api()
+        stack.start_worker()
+        print(json.dumps({"url": f"http://127.0.0.1:{stack.port}", "root": str(root)}), flush=True)
+
+        # Stop when told to, or when the parent (Playwright) goes away and our stdin closes.
+        def watch_stdin() -> None:
+            sys.stdin.read()
+            stopping.set()
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
+        while not stopping.wait(0.5):
+            pass
+        return 0
+    finally:
+        stack.stop()
+        os.killpg(redis.pid, signal.SIGTERM)
+        redis.wait(timeout=10)
+        if args.keep:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+import { useQuery } from "@tanstack/react-query";
+import { Link, useNavigate, useParams } from "react-router-dom";
+
+import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
+import { captureText, phaseText, targetText } from "../components/jobText";
+import { LogTail } from "../components/LogTail";
+import { ServerState } from "../components/ServerState";
+import { type JobDetail, isActive, jobQuery, useCancelJob, useJobEvents, useRetryJob } from "../queries/jobs";
+import { formatBytes, formatCount, formatPercent, formatRate, formatRowsPerSecond, formatSeconds } from "../timeline/format";
+
+const PHASES = ["queued", "waiting_for_target", "starting_server", "connecting", "restoring", "verifying", "cleaning_up", "done"];
+
+function Phases({ job }: { job: JobDetail }) {
+  const current = PHASES.indexOf(job.phase);
+  return (
+    <div className="phases" aria-label="Phases">
+      {PHASES.filter((p) => p !== "waiting_for_target" || job.phase_times[p] !== undefined).map((phase) => {
+        const index = PHASES.indexOf(phase);
+        const state = phase === job.phase ? "current" : index < current || job.phase_times[phase] !== undefined ? "done" : "";
+        const times = job.phase_times[phase];
+        const took =
+          times?.[0] && times[1] ? ` ${formatSeconds((Date.parse(times[1]) - Date.parse(times[0])) / 1000)}` : "";
+        return (
+          <span key={phase} className={state}>
+            {phaseText(phase)}
+            {took}
+          </span>
+        );
+      })}
+    </div>
+  );
+}
+
+function Progress({ job }: { job: JobDetail }) {
+  return (
+    <div className="panel">
+      <div className="page-head" style={{ marginBottom: 4 }}>
+        <h2 style={{ margin: 0 }}>Progress</h2>
+        <span className="sub">phase: {phaseText(job.phase)}</span>
+      </div>
+      <Phases job={job} />
+      <ProgressBar percent={job.percent} status={job.status} />
+      <div className="stats">
+        <div className="stat">
+          <div className="value" data-testid="percent">
+            {formatPercent(job.percent)}
+          </div>
+          <div className="label">of the backup read</div>
+        </div>
+        <div className="stat">
+          <div className="value">{formatRate(job.mb_per_s)}</div>
+          <div className="label">throughput</div>
+        </div>
+        <div className="stat">
+          <div className="value">{formatRowsPerSecond(job.rows_per_s)}</div>
+          <div className="label">rows</div>
+        </div>
+        <div className="stat">
+          <div className="value">{isActive(job.status) ? formatSeconds(job.eta_s) : "–"}</div>
+          <div className="label">time left</div>
+        </div>
+        <div className="stat">
+          <div className="value">
+            {formatBytes(job.bytes_done)} / {formatBytes(job.bytes_total)}
+          </div>
+          <div className="label">bytes</div>
+        </div>
+        <div className="stat">
+          <div className="value">{formatCount(job.rows_done)}</div>
+          <div className="label">rows restored</div>
+        </div>
+        <div className="stat">
+          <div className="value">{formatSeconds(job.duration_s)}</div>
+          <div className="label">elapsed</div>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+function Verification({ job }: { job: JobDetail }) {
+  if (job.verification.length === 0) {
+    const why = isActive(job.status)
+      ? "Row counts are compared once the restore has finished."
+      : job.parameters.verify === false
+        ? "Verification was turned off for this job."
+        : "No table was verified.";
+    return <Empty title="No verification yet">{why}</Empty>;
+  }
+  const failed = job.verification.filter((v) => !v.ok).length;
+  return (
+    <>
+      <p className={failed > 0 ? "field-error" : "sub"} style={{ marginTop: 0 }}>
+        {failed > 0 ? `${String(failed)} of ${String(job.verification.length)} checks failed.` : `All ${String(job.verification.length)} checks passed.`}
+      </p>
+      <div className="scroll" style={{ maxHeight: 320 }}>
+        <table className="data" aria-label="Verification">
+          <thead>
+            <tr>
+              <th>Table</th>
+              <th>Check</th>
+              <th className="num">Expected</th>
+              <th className="num">Actual</th>
+              <th>Result</th>
+            </tr>
+          </thead>
+          <tbody>
+            {job.verification.map((v) => (
+              <tr key={`${v.database}.${v.table}.${v.check}`}>
+                <td className="mono">
+                  {v.database}.{v.table}
+                </td>
+                <td>{v.check.replaceAll("_", " ")}</td>
+                <td className="num">{formatCount(v.expected)}</td>
+                <td className="num">{formatCount(v.actual)}</td>
+                <td>
+                  <span className={`badge ${v.ok ? "ok" : "bad"}`}>{v.ok ? "ok" : "mismatch"}</span>
+                  {v.detail && <span className="sub"> {v.detail}</span>}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+function Facts({ job }: { job: JobDetail }) {
+  const target = job.parameters.target as { options?: Record<string, unknown> } | undefined;
+  // Settings actually set: None means "the server's default", and an empty extra dict says nothing.
+  const options = Object.entries(target?.options ?? {})
+    .filter(([, value]) => value !== null && !(typeof value === "object" && Object.keys(value).length === 0))
+    .map(([name, value]) => `${name}=${typeof value === "string" ? value : JSON.stringify(value)}`);
+  const time = (iso: string | null): string => (iso ? new Date(iso).toLocaleString([], { hour12: false }) : "–");
+  return (
+    <dl className="facts">
+      <dt>Backup</dt>
+      <dd className="mono">{job.backup_path ?? "–"}</dd>
+      <dt>Target</dt>
+      <dd>{targetText(job)}</dd>
+      {options.length > 0 && (
+        <>
+          <dt>Settings</dt>
+          <dd className="mono">{options.join(" ")}</dd>
+        </>
+      )}
+      {captureText(job) !== null && (
+        <>
+          <dt>Capture</dt>
+          <dd>{captureText(job)}</dd>
+        </>
+      )}
+      <dt>Server</dt>
+      <dd>{job.server_version ? `${job.server_flavour ?? ""} ${job.server_version}` : "–"}</dd>
+      {job.sandbox_port !== null && (
+        <>
+          <dt>Sandbox</dt>
+          <dd className="mono">
+            port {job.sandbox_port}
+            {job.sandbox_kept && job.sandbox_dir ? ` · kept in ${job.sandbox_dir}` : ""}
+          </dd>
+        </>
+      )}
+      <dt>Created</dt>
+      <dd>{time(job.created_at)}</dd>
+      <dt>Started</dt>
+      <dd>{time(job.started_at)}</dd>
+      <dt>Finished</dt>
+      <dd>{time(job.finished_at)}</dd>
+      <dt>Started by</dt>
+      <dd>{job.started_by ?? "–"}</dd>
+      <dt>Worker</dt>
+      <dd className="mono">{job.worker ?? "–"}</dd>
+      {job.parent_id !== null && (
+        <>
+          <dt>Retry of</dt>
+          <dd>
+            <Link to={`/jobs/${String(job.parent_id)}`}>job #{job.parent_id}</Link>
+          </dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+export function RunPage() {
+  const jobId = Number(useParams().jobId);
+  const navigate = useNavigate();
+  const job = useQuery(jobQuery(jobId));
+  const events = useJobEvents(jobId);
+  const cancel = useCancelJob(jobId);
+  const retry = useRetryJob(jobId);
+
+  if (!Number.isSafeInteger(jobId)) return <Empty title="That is not a job number" />;
+  if (job.isPending) return <Loading what={`job #${String(jobId)}`} />;
+  if (job.isError) {
+    return (
+      <ErrorMessage error={job.error} title={`Could not read job #${String(jobId)}`}>
+        <div>
+          <Link to="/">Back to the jobs</Link>
+        </div>
+      </ErrorMessage>
+    );
+  }
+  const data = job.data;
+  const active = isActive(data.status);
+  const serverStarted = data.started_at !== null && data.phase !== "starting_server" && data.phase !== "queued";
+
+  return (
+    <>
+      <div className="page-head">
+        <h1>
+          {data.kind === "import" ? "Import" : "Restore"} #{data.id}
+        </h1>
+        <StatusBadge status={data.status} />
+        {data.cancel_requested && active && <span className="badge warn">cancelling</span>}
+        <span className="sub mono">{data.backup_path}</span>
+        <span className="spacer" />
+        <Link className="button" to={`/jobs/${String(jobId)}/timeline`}>
+          IO timeline
+        </Link>
+        {active && (
+          <button
+            className="danger"
+            disabled={cancel.isPending || data.cancel_requested}
+            onClick={() => {
+              if (window.confirm(`Cancel job #${String(jobId)}? Its processes are killed and its sandbox removed.`)) cancel.mutate();
+            }}
+          >
+            Cancel
+          </button>
+        )}
+        {!active && data.kind === "restore" && (
+          <button disabled={retry.isPending} onClick={() => retry.mutate(undefined, { onSuccess: (next) => void navigate(`/jobs/${String(next.id)}`) })}>
+            Retry
+          </button>
+        )}
+      </div>
+      {cancel.isError && <ErrorMessage error={cancel.error} title="Could not cancel" />}
+      {retry.isError && <ErrorMessage error={retry.error} title="Could not retry" />}
+      {data.error && (
+        <div className="message error" role="alert">
+          <strong>The job failed</strong>
+          {data.error}
+        </div>
+      )}
+      {data.status === "queued" && (
+        <div className="message info">Waiting for a worker to pick the job up. The health dot at the top says whether one is running.</div>
+      )}
+      {data.kind === "restore" && <Progress job={data} />}
+      <div className="grid-2">
+        <div className="panel">
+          <h2>Log {events.streaming && <span className="badge running">live</span>}</h2>
+          <LogTail lines={events.lines} streaming={events.streaming} />
+        </div>
+        <div className="panel">
+          <h2>Details</h2>
+          <Facts job={data} />
+        </div>
+      </div>
+      {data.kind === "restore" && (
+        <>
+          <div className="panel">
+            <h2>Verification</h2>
+            <Verification job={data} />
+          </div>
+          <div className="panel">
+            <h2>Server settings used</h2>
+            <ServerState jobId={jobId} enabled={serverStarted || !active} />
+          </div>
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,3 @@
+export function TimelinePage() {
+  return <div>timeline</div>;
+}

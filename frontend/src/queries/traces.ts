@@ -1,0 +1,104 @@
+/**
+ * Traces: a job's trace summary, windows of its lanes at the canvas's resolution, statistics of a time
+ * range, and imports of trace files.
+ */
+
+import { keepPreviousData, queryOptions, useMutation, useQueryClient } from "@tanstack/react-query";
+
+import { ApiError } from "../api/errors";
+import { keys } from "./keys";
+import type { ImportResult, TraceStats, TraceSummary, TraceWindow } from "./traceTypes";
+
+export type * from "./traceTypes";
+
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url);
+  const body: unknown = await response.json().catch(() => null);
+  if (!response.ok) throw ApiError.from(response.status, body);
+  return body as T;
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== "") search.set(name, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+const base = (jobId: number): string => `/api/v1/jobs/${String(jobId)}/trace`;
+
+/** The summary; polled every 2 s while the trace is still being recorded, so the timeline grows live. */
+export function traceQuery(jobId: number) {
+  return queryOptions({
+    queryKey: keys.trace(jobId),
+    queryFn: () => getJson<TraceSummary>(base(jobId)),
+    refetchInterval: (q) => (q.state.data?.status === "recording" ? 2_000 : false),
+    retry: (count, error) => !(error instanceof ApiError && error.status === 404) && count < 2,
+  });
+}
+
+export interface TraceFilter {
+  tids?: string;
+  kinds?: string;
+  roles?: string;
+  path?: string;
+}
+
+export interface WindowParams extends TraceFilter {
+  t0_us: number;
+  t1_us: number;
+  width_px: number;
+}
+
+export function traceWindowQuery(jobId: number, params: WindowParams, live: boolean) {
+  return queryOptions({
+    queryKey: keys.traceWindow(jobId, params),
+    queryFn: ({ signal }) =>
+      fetch(`${base(jobId)}/window${query({ ...params })}`, { signal }).then(async (response) => {
+        const body: unknown = await response.json().catch(() => null);
+        if (!response.ok) throw ApiError.from(response.status, body);
+        return body as TraceWindow;
+      }),
+    // While zooming, keep drawing the last window until the new one arrives instead of blanking the lanes.
+    placeholderData: keepPreviousData,
+    refetchInterval: live ? 2_000 : false,
+    staleTime: live ? 0 : 60_000,
+  });
+}
+
+export interface StatsParams extends TraceFilter {
+  t0_us?: number;
+  t1_us?: number;
+}
+
+export function traceStatsQuery(jobId: number, params: StatsParams, live: boolean) {
+  return queryOptions({
+    queryKey: keys.traceStats(jobId, params),
+    queryFn: () => getJson<TraceStats>(`${base(jobId)}/stats${query({ ...params })}`),
+    placeholderData: keepPreviousData,
+    refetchInterval: live ? 3_000 : false,
+    staleTime: live ? 0 : 60_000,
+  });
+}
+
+export function perfettoUrl(jobId: number): string {
+  return `${base(jobId)}/perfetto`;
+}
+
+export function useImportTrace() {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async ({ file, name }: { file: File; name: string }): Promise<ImportResult> => {
+      const form = new FormData();
+      form.append("file", file);
+      if (name) form.append("name", name);
+      const response = await fetch("/api/v1/traces/import", { method: "POST", body: form });
+      const body: unknown = await response.json().catch(() => null);
+      if (!response.ok) throw ApiError.from(response.status, body);
+      return body as ImportResult;
+    },
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: keys.allJobs }),
+  });
+}
