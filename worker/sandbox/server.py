@@ -2,6 +2,7 @@
 
 A sandbox lives in `work_root/name/`:
     data/         the datadir, made by mariadb-install-db
+    data.real/    with a datadir layer (the FUSE capture): the real files, while data/ is the layer's mount
     mysqld.sock   the unix socket (or under /tmp when this path would be too long for a socket)
     mysqld.pid    the server's pid file
     error.log     the server's error log; its tail goes into error messages
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import pymysql
 import pymysql.connections
@@ -35,8 +36,9 @@ from worker.process_group import ProcessGroup
 from worker.sandbox.binary import ServerBinary, find_tool
 from worker.sandbox.errors import PortInUseError, SandboxError
 from worker.sandbox.flags import server_flags
+from worker.sandbox.mounts import unmount_all_under
 
-__all__ = ["PortInUseError", "Sandbox", "SandboxError", "reap_orphans"]
+__all__ = ["DatadirLayer", "PortInUseError", "Sandbox", "SandboxError", "reap_orphans"]
 
 OWNER_FILE = "owner.json"
 KEEP_MARKER = "keep"
@@ -46,6 +48,16 @@ _ERROR_LOG_TAIL_LINES = 20
 _AUTO_PORT_ATTEMPTS = 3
 _BIND_IN_USE = "Address already in use"
 _SERVER_NAMES = ("mariadbd", "mysqld")
+
+
+class DatadirLayer(Protocol):
+    """Something mounted over the datadir between install and start (the FUSE capture's oplogfs)."""
+
+    def attach(self, real_dir: Path, mount_dir: Path) -> None:
+        """Make mount_dir show real_dir; the server will use mount_dir as its datadir."""
+
+    def detach(self) -> None:
+        """Undo attach once the server has stopped; called on every stop, also after a kill."""
 
 
 def _port_in_use_message(port: int) -> str:
@@ -68,6 +80,7 @@ class Sandbox:
         log: Callable[[str], None],
         *,
         outlive_job: bool = False,
+        datadir_layer: DatadirLayer | None = None,
     ) -> None:
         self._root_dir = work_root.absolute() / name
         # A sandbox the user will keep must survive the end of the job and of its worker.
@@ -79,6 +92,8 @@ class Sandbox:
         self._socket_path = _socket_path_for(self._root_dir)
         self._server: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
+        self._datadir_layer = datadir_layer
+        self._layer_attached = False
 
     # --- where things are -------------------------------------------------------------------------
 
@@ -88,7 +103,13 @@ class Sandbox:
 
     @property
     def datadir(self) -> Path:
+        """The datadir the server uses (a layer's mount point when there is a layer)."""
         return self._root_dir / "data"
+
+    @property
+    def real_datadir(self) -> Path:
+        """Where the files really are: data.real/ under a layer, else the datadir itself."""
+        return self._root_dir / "data.real" if self._datadir_layer is not None else self.datadir
 
     @property
     def socket_path(self) -> Path:
@@ -130,13 +151,25 @@ class Sandbox:
         if self._options.port is not None:
             _require_free_port(self._options.port)
         self._install_datadir(deadline)
+        if self._datadir_layer is not None and not self._layer_attached:
+            self._datadir_layer.attach(self.real_datadir, self.datadir)
+            self._layer_attached = True
         if self._options.port is not None:
             self._launch_and_wait(self._options.port, deadline)
             return
         self._launch_on_a_free_port(deadline)
 
     def stop(self, timeout_s: float = 60) -> None:
-        """SIGTERM the server and wait for a clean shutdown; SIGKILL it after timeout_s. Idempotent."""
+        """SIGTERM the server and wait for a clean shutdown; SIGKILL it after timeout_s. Idempotent.
+        A datadir layer is detached afterwards, whether the server stopped or had already died."""
+        try:
+            self._stop_server(timeout_s)
+        finally:
+            if self._layer_attached and self._datadir_layer is not None:
+                self._layer_attached = False
+                self._datadir_layer.detach()
+
+    def _stop_server(self, timeout_s: float) -> None:
         server, self._server = self._server, None
         if server is None or server.poll() is not None:
             return
@@ -151,8 +184,13 @@ class Sandbox:
 
     def remove(self) -> None:
         """Stop the server if it runs and delete everything the sandbox wrote."""
-        self.stop()
-        shutil.rmtree(self._root_dir, ignore_errors=True)
+        try:
+            self.stop()
+        finally:
+            # Never rmtree through a mount (it would delete the layer's source through it, or fail on a dead one).
+            for problem in unmount_all_under(self._root_dir):
+                self._log(problem)
+            shutil.rmtree(self._root_dir, ignore_errors=True)
         _remove_short_socket_dir(self._root_dir)
 
     def __enter__(self) -> Sandbox:
@@ -218,10 +256,10 @@ class Sandbox:
         temporary.replace(self._root_dir / OWNER_FILE)
 
     def _install_datadir(self, deadline: float) -> None:
-        if (self.datadir / "mysql").is_dir():
-            self._log(f"reusing the existing datadir {self.datadir}")
+        if (self.real_datadir / "mysql").is_dir():
+            self._log(f"reusing the existing datadir {self.real_datadir}")
             return
-        self._log(f"creating datadir {self.datadir}")
+        self._log(f"creating datadir {self.real_datadir}")
         install_log = self._root_dir / "install.log"
         with install_log.open("wb") as output:
             process = self._processes.popen(self._install_command(), stdout=output, stderr=subprocess.STDOUT)
@@ -239,7 +277,7 @@ class Sandbox:
             )
 
     def _install_command(self) -> list[str]:
-        datadir = f"--datadir={self.datadir}"
+        datadir = f"--datadir={self.real_datadir}"
         if self._binary.flavour == "mysql":  # UNTESTED: see worker.sandbox.flags.MYSQL_SUPPORT_NOTE
             return [self._binary.path, "--no-defaults", "--initialize-insecure", "--user=root", datadir]
         install_db = find_tool(("mariadb-install-db", "mysql_install_db"), near=self._binary.path)
@@ -331,6 +369,8 @@ def reap_orphans(work_root: Path, log: Callable[[str], None]) -> list[Path]:
         server_pid = owner.get("server_pid")
         if isinstance(server_pid, int):
             _kill_server_if_ours(server_pid, sandbox_dir, log)
+        for problem in unmount_all_under(sandbox_dir):  # a FUSE capture's mount, its daemon dead with the worker
+            log(problem)
         shutil.rmtree(sandbox_dir, ignore_errors=True)
         _remove_short_socket_dir(sandbox_dir.absolute())
         removed.append(sandbox_dir)

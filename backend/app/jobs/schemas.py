@@ -7,6 +7,8 @@ from app.sandboxes.options import ServerOptions
 
 DATABASE_NAME = r"^[^`/\\.\x00]{1,64}$"
 
+CaptureChoice = Literal["auto", "none", "strace", "ebpf", "fuse"]
+
 
 class SandboxTargetSpec(BaseModel):
     """A scratch server started for this job with the settings asked for, removed afterwards."""
@@ -36,6 +38,14 @@ class RestoreJobCreate(BaseModel):
         description="Restore into this database; needed when the dump has no CREATE DATABASE/USE of its own",
     )
     verify: bool = Field(default=True, description="Compare per-table row counts with the dump afterwards")
+    capture: CaptureChoice = Field(
+        default="auto",
+        description=(
+            "How to record every read, write and fsync of every thread for the IO timeline: "
+            "auto (eBPF when it can run here, else strace), none, strace, ebpf, or fuse (a logging "
+            "passthrough file system over the sandbox datadir). An explicit choice that cannot run fails the job."
+        ),
+    )
     started_by: str | None = Field(default=None, max_length=128)
 
 

@@ -1,0 +1,10 @@
+"""Capture: record every read, write and fsync of every thread of a job, for the per-thread IO timeline.
+
+Backends (chosen per job, see selection.py):
+    strace   ptrace; attaches to the server, wraps the processes the job launches (strace.py)
+    ebpf     bpftrace on syscall and io_uring tracepoints: sees io_uring page IO natively (ebpf.py)
+    fuse     oplogfs, a logging passthrough file system over the sandbox datadir (fuse.py, oplogfs/)
+
+Each turns what it sees into app.traces Operation records and writes them to a TraceSink in batches
+(stream.py); lanes.py names the threads by role. session.py ties one job's capture together.
+"""

@@ -1,0 +1,357 @@
+"""eBPF capture: bpftrace on the syscall tracepoints of IO calls and on io_uring's own tracepoints.
+
+What is watched: every process that starts (execs) inside bpftrace's own process group, which is the
+job's (bpftrace is started through the job's ProcessGroup), plus the pids given explicitly (a server
+started before the capture, or a saved target's server).
+
+io_uring page IO, invisible to strace, is seen natively here: ``io_uring:io_uring_submit_req`` fires
+once a request is prepared, in the submitting thread, and its ``req`` is a ``struct io_kiocb`` whose
+command area is a ``struct io_rw`` (file position in ``kiocb.ki_pos``, length) with the vectored
+request's ``struct io_async_rw`` (byte count in ``iter.count``) behind ``async_data``; the descriptor is
+``cqe.fd``. ``io_uring:io_uring_complete`` gives the result; the pair gives the duration, on the lane of
+the thread that submitted. (This kernel has no kprobes and bpftrace 0.17 no fentry here: tracepoints
+and BTF casts are all we need.)
+
+bpftrace prints one compact line per operation into a pipe; times are CLOCK_MONOTONIC nanoseconds,
+turned into epoch microseconds with an offset taken at start. Descriptors become paths through
+worker.capture.fds (openat/close as seen, /proc/PID/fd for the rest). Lost events are reported.
+
+Line formats (space separated, the path last since it may contain spaces):
+    S tid pid start_ns duration_ns call fd offset size result     a system call on a descriptor
+    O tid pid start_ns duration_ns result path                      openat
+    U tid pid start_ns duration_ns opcode fd offset size result     an io_uring request
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.traces.operation import Malformed, Operation, kind_of
+from app.traces.records import TraceSink
+from worker.capture.errors import CaptureFailed
+from worker.capture.fds import FdPaths
+from worker.capture.stream import LinePump
+
+NAME = "ebpf"
+TRACEFS = Path("/sys/kernel/tracing")
+READY_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 30
+# Per-CPU perf ring for printf: 1024 pages (4 MiB) keeps up with page-cleaner bursts.
+PERF_RING_PAGES = "1024"
+
+# io_uring opcodes (include/uapi/linux/io_uring.h) whose file, offset and size we report.
+IO_URING_OPS = {1: "readv", 2: "writev", 3: "fsync", 4: "read_fixed", 5: "write_fixed", 8: "sync_file_range",
+                22: "read", 23: "write"}  # fmt: skip
+_IO_URING_KINDS = {"readv": "read", "read_fixed": "read", "read": "read", "writev": "write", "write_fixed": "write",
+                   "write": "write", "fsync": "fsync", "sync_file_range": "fsync"}  # fmt: skip
+_VECTORED = (1, 2)
+
+# (call, how its arguments map: fd, size argument, offset argument); None = not in this call.
+_SYSCALLS: list[tuple[str, str | None, str | None]] = [
+    ("read", "count", None),
+    ("pread64", "count", "pos"),
+    ("readv", None, None),
+    ("preadv", None, "pos_l"),
+    ("write", "count", None),
+    ("pwrite64", "count", "pos"),
+    ("writev", None, None),
+    ("pwritev", None, "pos_l"),
+    ("recvfrom", "size", None),
+    ("sendto", "len", None),
+    ("fsync", None, None),
+    ("fdatasync", None, None),
+    ("sync_file_range", "nbytes", "offset"),
+    ("fallocate", "len", "offset"),
+    ("close", None, None),
+]
+_SYSCALL_NAMES = [name for name, _, _ in _SYSCALLS]
+_LOST = re.compile(r"Lost (\d+) events")
+
+
+def bpftrace_script(pids: list[int]) -> str:
+    """The bpftrace program: watch pids, and processes exec'd in bpftrace's own process group."""
+    seeds = "".join(f"    @watched[{pid}] = 1;\n" for pid in pids)
+    parts = [
+        "BEGIN {\n",
+        "    @group = (uint64)curtask->signal->pids[2];  // PIDTYPE_PGID: the job's process group\n",
+        seeds,
+        '    printf("READY\\n");\n}\n\n',
+        'tracepoint:sched:sched_process_exec /(uint64)curtask->signal->pids[2] == @group && comm != "bpftrace"/ {\n',
+        "    @watched[pid] = 1;\n}\n\n",
+        "tracepoint:sched:sched_process_exit /@watched[pid] && pid == tid/ { delete(@watched[pid]); }\n\n",
+    ]
+    for name, size_arg, offset_arg in _SYSCALLS:
+        size = f"args->{size_arg}" if size_arg else "-1"
+        offset = f"args->{offset_arg}" if offset_arg else "-1"
+        parts.append(
+            f"tracepoint:syscalls:sys_enter_{name} /@watched[pid]/ {{\n"
+            f"    @t[tid] = nsecs; @fd[tid] = args->fd; @size[tid] = {size}; @offset[tid] = {offset};\n}}\n"
+            f"tracepoint:syscalls:sys_exit_{name} /@t[tid]/ {{\n"
+            f'    printf("S %d %d %lld %lld {name} %d %lld %lld %lld\\n", tid, pid, @t[tid], nsecs - @t[tid],'
+            f" @fd[tid], @offset[tid], @size[tid], args->ret);\n"
+            "    delete(@t[tid]); delete(@fd[tid]); delete(@size[tid]); delete(@offset[tid]);\n}\n"
+        )
+    parts.append(
+        "tracepoint:syscalls:sys_enter_openat /@watched[pid]/ {\n"
+        "    @t[tid] = nsecs; @path[tid] = str(args->filename);\n}\n"
+        "tracepoint:syscalls:sys_exit_openat /@t[tid]/ {\n"
+        '    printf("O %d %d %lld %lld %lld %s\\n", tid, pid, @t[tid], nsecs - @t[tid], args->ret, @path[tid]);\n'
+        "    delete(@t[tid]); delete(@path[tid]);\n}\n\n"
+    )
+    opcodes = " || ".join(f"args->opcode == {code}" for code in IO_URING_OPS)
+    parts.append(
+        f"tracepoint:io_uring:io_uring_submit_req /@watched[pid] && ({opcodes})/ {{\n"
+        "    $req = (struct io_kiocb *)args->req;\n"
+        "    $rw = (struct io_rw *)args->req;  // the command area is the first member of io_kiocb\n"
+        "    $key = (uint64)args->req;\n"
+        "    @u_start[$key] = nsecs; @u_tid[$key] = tid; @u_pid[$key] = pid; @u_op[$key] = args->opcode;\n"
+        "    @u_fd[$key] = $req->cqe.fd; @u_offset[$key] = $rw->kiocb.ki_pos;\n"
+        f"    if (args->opcode == {_VECTORED[0]} || args->opcode == {_VECTORED[1]}) {{\n"
+        "        @u_size[$key] = ((struct io_async_rw *)$req->async_data)->iter.count;\n"
+        "    } else {\n"
+        "        @u_size[$key] = $rw->len;\n"
+        "    }\n}\n"
+        "tracepoint:io_uring:io_uring_complete /@u_start[(uint64)args->req]/ {\n"
+        "    $key = (uint64)args->req;\n"
+        '    printf("U %d %d %lld %lld %d %d %lld %lld %d\\n", @u_tid[$key], @u_pid[$key], @u_start[$key],'
+        " nsecs - @u_start[$key], @u_op[$key], @u_fd[$key], @u_offset[$key], @u_size[$key], args->res);\n"
+        "    delete(@u_start[$key]); delete(@u_tid[$key]); delete(@u_pid[$key]); delete(@u_op[$key]);\n"
+        "    delete(@u_fd[$key]); delete(@u_offset[$key]); delete(@u_size[$key]);\n}\n\n"
+        "END {\n"
+        "    clear(@watched); clear(@t); clear(@fd); clear(@size); clear(@offset); clear(@path);\n"
+        "    clear(@u_start); clear(@u_tid); clear(@u_pid); clear(@u_op); clear(@u_fd); clear(@u_offset);\n"
+        "    clear(@u_size); clear(@group);\n}\n"
+    )
+    return "".join(parts)
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why bpftrace cannot capture here, or None (checks root, the binary, tracefs, BTF, the tracepoints)."""
+    if shutil.which("bpftrace") is None:
+        return "bpftrace is not installed (Debian/Ubuntu: apt-get install bpftrace)"
+    if os.geteuid() != 0:
+        return f"bpftrace needs root and this worker runs as uid {os.geteuid()}"
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        return "the kernel has no BTF (/sys/kernel/btf/vmlinux), which the io_uring probes need"
+    problem = _mount_tracefs()
+    if problem:
+        return problem
+    for event in ("syscalls/sys_enter_pwrite64", "io_uring/io_uring_submit_req", "io_uring/io_uring_complete"):
+        if not (TRACEFS / "events" / event).is_dir():
+            return f"the kernel has no tracepoint {event.replace('/', ':')}"
+    return None
+
+
+def _mount_tracefs() -> str | None:
+    """bpftrace finds tracepoints under /sys/kernel/tracing; mount it when the host has not."""
+    if (TRACEFS / "events").is_dir():
+        return None
+    result = subprocess.run(
+        ["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0 or not (TRACEFS / "events").is_dir():
+        return f"tracefs is not mounted at {TRACEFS} and mounting it failed: {result.stderr.strip()}"
+    return None
+
+
+def monotonic_to_epoch_offset_ns() -> int:
+    """Add to a CLOCK_MONOTONIC (bpftrace nsecs) reading to get nanoseconds since the epoch."""
+    best: tuple[int, int] | None = None
+    for _ in range(5):  # the pair read closest together wins
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, wall - (before + after) // 2)
+    assert best is not None
+    return best[1]
+
+
+@dataclass
+class BpftraceLineParser:
+    """Turns the script's lines into operations; resolves descriptors to paths as it goes."""
+
+    offset_ns: int
+    fds: FdPaths
+    lines: int = 0
+
+    def __post_init__(self) -> None:
+        self.malformed: list[Malformed] = []
+        self.lost_events = 0
+
+    def feed(self, line: str) -> list[Operation]:
+        self.lines += 1
+        fields = line.rstrip("\n").split(" ", 6 if line.startswith("O ") else 10)
+        try:
+            return self._operations(fields)
+        except (ValueError, IndexError):
+            if line.strip() and not self._note(line):
+                self.malformed.append(Malformed(self.lines, "not a line of the capture script", line))
+            return []
+
+    def _note(self, line: str) -> bool:
+        lost = _LOST.search(line)
+        if lost:
+            self.lost_events += int(lost.group(1))
+            return True
+        return line.startswith(("Attaching ", "READY", "@"))
+
+    def _operations(self, fields: list[str]) -> list[Operation]:
+        tag, tid, pid = fields[0], int(fields[1]), int(fields[2])
+        start_us = (int(fields[3]) + self.offset_ns) // 1000
+        duration_us = int(fields[4]) // 1000
+        if tag == "O":
+            result, path = int(fields[5]), self.fds.absolute(pid, fields[6])
+            if result >= 0:
+                self.fds.opened(pid, result, path)
+            return [Operation(start_us, duration_us, tid, "openat", "open", path, None, None, _result(result))]
+        if tag == "S":
+            call, fd, offset, size, result = fields[5], int(fields[6]), int(fields[7]), int(fields[8]), int(fields[9])
+            found: str | None
+            found = self.fds.closed(pid, fd) if call == "close" and result == 0 else self.fds.path(pid, fd)
+            kind = kind_of(call)
+            if kind in ("read", "write") and result >= 0:
+                size = result  # bytes transferred, as strace reports them
+            return [
+                Operation(
+                    start_us, duration_us, tid, call, kind, found,
+                    offset if offset >= 0 else None, size if size >= 0 else None, _result(result),
+                )
+            ]  # fmt: skip
+        if tag == "U":
+            opcode, fd, offset, size, result = (int(value) for value in fields[5:10])
+            call = IO_URING_OPS.get(opcode, f"io_uring_op{opcode}")
+            kind = _IO_URING_KINDS.get(call, "other")
+            if kind in ("read", "write") and result >= 0:
+                size = result
+            return [
+                Operation(
+                    start_us, duration_us, tid, f"io_uring_{call}", kind, self.fds.path(pid, fd),
+                    offset if offset >= 0 and kind != "fsync" else None,
+                    size if kind != "fsync" else None, _result(result),
+                )
+            ]  # fmt: skip
+        raise ValueError(tag)
+
+    def finish(self) -> None:
+        """Nothing waits across lines."""
+
+
+def _result(value: int) -> str:
+    if value >= 0:
+        return str(value)
+    import errno
+
+    return errno.errorcode.get(-value, str(value))
+
+
+class EbpfCapture:
+    """One bpftrace for the job; watch() adds nothing after start, so give every known pid up front."""
+
+    name = NAME
+
+    def __init__(self, sink: TraceSink, popen: Callable[..., subprocess.Popen[bytes]], log: Callable[[str], None]):
+        self._sink = sink
+        self._popen = popen
+        self._log = log
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pump: LinePump | None = None
+        self._parser: BpftraceLineParser | None = None
+        self._stderr_lines: list[str] = []
+        self._stderr_thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    @property
+    def lost_events(self) -> int:
+        return self._parser.lost_events if self._parser else 0
+
+    def start(self, pids: list[int]) -> None:
+        """Start bpftrace watching pids and the job's process group; returns once its probes are attached."""
+        fds = FdPaths()
+        self._parser = BpftraceLineParser(monotonic_to_epoch_offset_ns(), fds)
+        read_end, write_end = os.pipe()
+        script = bpftrace_script(pids)
+        try:
+            self._process = self._popen(
+                ["bpftrace", "-B", "line", "-e", script],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "BPFTRACE_PERF_RB_PAGES": PERF_RING_PAGES, "BPFTRACE_MAP_KEYS_MAX": "65536"},
+            )
+        finally:
+            os.close(write_end)
+        assert self._process.stderr is not None
+        self._stderr_thread = threading.Thread(target=self._read_stderr, name="capture-bpftrace-stderr", daemon=True)
+        self._stderr_thread.start()
+        pipe = os.fdopen(read_end, "rb", buffering=1 << 16)
+        self._pump = LinePump("bpftrace", pipe, self._parser, self._sink, on_other_line=self._control_line).start()
+        self._wait_ready()
+        for pid in pids:
+            fds.seed(pid)
+
+    def _control_line(self, line: str) -> bool:
+        if line.startswith("READY"):
+            self._ready.set()
+            return True
+        return False
+
+    def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        for raw in self._process.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            if "RLIMIT_MEMLOCK" in line:
+                continue  # harmless: memory for BPF maps is accounted by cgroup on this kernel
+            if self._parser is not None and (lost := _LOST.search(line)):
+                self._parser.lost_events += int(lost.group(1))
+            self._stderr_lines = [*self._stderr_lines[-30:], line]
+
+    def _wait_ready(self) -> None:
+        # READY is printed by BEGIN, which runs once every probe is attached (stdout is line-buffered, -B line).
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        assert self._process is not None
+        while time.monotonic() < deadline:
+            if self._ready.is_set():
+                return
+            if self._process.poll() is not None:
+                if self._stderr_thread is not None:
+                    self._stderr_thread.join(2)
+                raise CaptureFailed("bpftrace exited while starting: " + " | ".join(self._stderr_lines[-8:]))
+            time.sleep(0.02)
+        raise CaptureFailed(f"bpftrace did not attach its probes within {READY_TIMEOUT_S} s")
+
+    def stop(self) -> int:
+        """SIGINT bpftrace (it flushes and exits), drain its output; returns operations written."""
+        process = self._process
+        if process is None:
+            return 0
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if self._pump is not None:
+            self._pump.join()
+            if self._pump.error is not None:
+                raise CaptureFailed(f"reading bpftrace output failed: {self._pump.error!r}") from self._pump.error
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(5)
+        if self.lost_events:
+            self._log(f"eBPF capture lost {self.lost_events} events (the perf ring buffer overflowed)")
+        return self._pump.batcher.count if self._pump else 0
+
+
+__all__ = ["NAME", "EbpfCapture", "bpftrace_script", "unavailable_reason"]

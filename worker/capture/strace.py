@@ -1,0 +1,199 @@
+"""strace capture: every IO system call of the server (attached with -p) and of the processes the job
+launches (started under strace, with --seccomp-bpf so untraced calls cost nothing).
+
+strace writes one line per call (``-f -ttt -T -y``: thread id, epoch time, duration, descriptors as
+paths) into a pipe; app.traces.strace_log.StraceLogParser turns them into operations as they come.
+strace stops the calling thread for every traced call (~0.1-0.2 ms each here): its cost follows the
+number of calls per second. io_uring page IO is invisible to it (only io_uring_enter shows), so a job
+that captures with strace runs InnoDB with libaio (io_submit, whose iocbs strace decodes).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.traces.records import TraceSink
+from app.traces.strace_log import StraceLogParser
+from worker.capture.errors import CaptureFailed, CaptureUnavailable
+from worker.capture.stream import LinePump
+
+NAME = "strace"
+
+# Data reads and writes (files, pipes and sockets: the client's traffic arrives through recvfrom),
+# syncs, opens and closes (they tie descriptors to files), and the asynchronous IO calls.
+IO_SYSCALLS = (
+    "read", "pread64", "readv", "preadv", "preadv2",
+    "write", "pwrite64", "writev", "pwritev", "pwritev2",
+    "recvfrom", "sendto",
+    "fsync", "fdatasync", "sync_file_range", "fallocate",
+    "openat", "close",
+    "io_submit", "io_getevents", "io_uring_enter",
+)  # fmt: skip
+
+ATTACH_TIMEOUT_S = 10
+STOP_TIMEOUT_S = 30
+
+Popen = Callable[..., subprocess.Popen[bytes]]
+
+
+def _base_command(output_fd: int) -> list[str]:
+    return [
+        "strace",
+        "-f",  # every thread, and children
+        "-ttt",  # epoch seconds with microseconds
+        "-T",  # time spent in each call
+        "-qq",  # no attach/exit chatter
+        "-y",  # descriptors decoded to paths
+        "-s",
+        "0",  # no buffer contents: we want sizes, not data (paths are printed in full regardless)
+        "-e",
+        "signal=none",
+        "-e",
+        f"trace={','.join(IO_SYSCALLS)}",
+        "-o",
+        f"/dev/fd/{output_fd}",
+    ]
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why strace cannot trace here, or None when it can (a real trace of `true` is tried once)."""
+    if not _which("strace"):
+        return "strace is not installed (Debian/Ubuntu: apt-get install strace)"
+    try:
+        probe = subprocess.run(
+            ["strace", "-qq", "-e", "trace=read", "-o", "/dev/null", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"strace could not run ({error})"
+    if probe.returncode != 0:
+        return f"strace cannot trace on this host: {probe.stderr.strip()[:300]}"
+    if os.geteuid() != 0 and _ptrace_scope() > 0:
+        return (
+            "attaching to a running server needs root or kernel.yama.ptrace_scope=0, "
+            f"and this worker runs as uid {os.geteuid()} with ptrace_scope={_ptrace_scope()}"
+        )
+    return None
+
+
+def _which(name: str) -> bool:
+    import shutil
+
+    return shutil.which(name) is not None
+
+
+def _ptrace_scope() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+class StraceCapture:
+    """Tracers of one job, all feeding one sink. Start them with attach() and popen(); stop() at the end."""
+
+    name = NAME
+
+    def __init__(self, sink: TraceSink, popen: Popen, log: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._popen = popen
+        self._log = log
+        self._attached: list[subprocess.Popen[bytes]] = []
+        self._launched: list[subprocess.Popen[bytes]] = []
+        self._pumps: list[LinePump] = []
+        self._stderr: dict[int, Path] = {}
+        self.malformed = 0
+
+    def attach(self, pid: int) -> None:
+        """Trace every thread of a running process (new threads too) until stop()."""
+        read_end, write_end = os.pipe()
+        command = [*_base_command(write_end), "-p", str(pid)]
+        tracer = self._start(command, read_end, write_end, f"strace-p{pid}")
+        self._attached.append(tracer)
+        self._wait_attached(pid, tracer)
+
+    def popen(self, popen: Popen) -> Popen:
+        """A popen that starts its command under strace (with --seccomp-bpf: only IO calls stop)."""
+
+        def traced_popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+            read_end, write_end = os.pipe()
+            command = [*_base_command(write_end), "--seccomp-bpf", "--", *args]
+            process = self._start(command, read_end, write_end, f"strace-{Path(args[0]).name}", popen, kwargs)
+            self._launched.append(process)
+            return process
+
+        return traced_popen
+
+    def _start(
+        self,
+        command: list[str],
+        read_end: int,
+        write_end: int,
+        name: str,
+        popen: Popen | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        options = dict(kwargs or {})
+        options["pass_fds"] = (*options.get("pass_fds", ()), write_end)
+        try:
+            process = (popen or self._popen)(command, **options)
+        finally:
+            os.close(write_end)
+        pipe = os.fdopen(read_end, "rb", buffering=1 << 16)
+        self._pumps.append(LinePump(name, pipe, StraceLogParser(), self._sink).start())
+        return process
+
+    def _wait_attached(self, pid: int, tracer: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + ATTACH_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if tracer.poll() is not None:
+                raise CaptureFailed(
+                    f"strace could not attach to process {pid} (exit code {tracer.returncode}); "
+                    "is the process still running, and may this worker trace it?"
+                )
+            if _tracer_of(pid) == tracer.pid:
+                return
+            time.sleep(0.02)
+        raise CaptureFailed(f"strace did not attach to process {pid} within {ATTACH_TIMEOUT_S} s")
+
+    def stop(self) -> int:
+        """Detach from attached processes, wait for every tracer and reader; returns operations written."""
+        for tracer in self._attached:
+            if tracer.poll() is None:
+                tracer.send_signal(signal.SIGINT)  # strace detaches cleanly on SIGINT
+        for tracer in [*self._attached, *self._launched]:
+            try:
+                tracer.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                tracer.kill()
+                tracer.wait()
+        for pump in self._pumps:
+            pump.join()
+        errors = [pump.error for pump in self._pumps if pump.error is not None]
+        if errors:
+            raise CaptureFailed(f"reading strace output failed: {errors[0]!r}") from errors[0]
+        return sum(pump.batcher.count for pump in self._pumps)
+
+
+def _tracer_of(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+__all__ = ["IO_SYSCALLS", "NAME", "CaptureUnavailable", "StraceCapture", "unavailable_reason"]
