@@ -4,7 +4,6 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 import pytest
 from sqlalchemy import select
 
@@ -12,9 +11,10 @@ from app.core.config import get_settings
 from app.core.db import session_scope
 from app.models.trace import Trace
 from app.traces.operation import Malformed, Operation
+from app.traces.reader import open_trace_data
 from app.traces.records import CounterSample, Lane, Span
 from app.traces.service import open_job_trace
-from app.traces.store import TraceClosed, TraceWriter, iter_parts, read_summary, trace_dir
+from app.traces.store import KINDS, TraceClosed, TraceWriter, iter_parts, read_summary, trace_dir
 
 
 def op(start: int, dur: int = 10, tid: int = 1, kind: str = "write", size: int | None = 16384,
@@ -24,9 +24,22 @@ def op(start: int, dur: int = 10, tid: int = 1, kind: str = "write", size: int |
 
 
 def read_ops(directory: Path) -> list[dict[str, object]]:
+    """Every operation as queries see it: from the parts while recording, the segments once closed."""
+    data = open_trace_data(directory)
+    assert data is not None
     rows: list[dict[str, object]] = []
-    for part in iter_parts(directory, "ops"):
-        rows.extend(pq.read_table(part).to_pylist())
+    for segment in data.segments:
+        for tid, (begin, end) in segment.lanes.items():
+            rows.extend(
+                {
+                    "tid": tid,
+                    "start_us": int(segment.start[row]),
+                    "op": segment.ops[segment.op[row]],
+                    "kind": KINDS[segment.kind[row]],
+                    "path": segment.paths[segment.path[row]] if segment.path[row] >= 0 else None,
+                }
+                for row in range(begin, end)
+            )
     return rows
 
 
@@ -109,11 +122,16 @@ def test_lanes_are_replaced_and_spans_counters_kept(tmp_path: Path) -> None:
     assert [(lane["tid"], lane["role"]) for lane in summary.lanes] == [(7, "page cleaner"), (8, "mysql client")]
     assert summary.spans == 2 and summary.counter_samples == 2 and summary.counters == {"cpu.iowait": "%"}
     assert summary.meta == {"backend": "strace", "aio_mode": "io_uring"}
-    spans = [row for part in iter_parts(tmp_path / "t", "spans") for row in pq.read_table(part).to_pylist()]
-    assert spans == [
-        {"tid": 7, "start_us": 10, "duration_us": 5, "track": "cpu", "label": "running"},
-        {"tid": 7, "start_us": 15, "duration_us": 5, "track": "state", "label": "Sending data"},
-    ]
+    data = open_trace_data(tmp_path / "t")
+    assert data is not None
+    spans = data.spans
+    assert [
+        (int(t), int(s), int(d), spans.tracks[k], spans.labels[label])
+        for t, s, d, k, label in zip(spans.tid, spans.start, spans.duration, spans.track, spans.label, strict=True)
+    ] == [(7, 10, 5, "cpu", "running"), (7, 15, 5, "state", "Sending data")]
+    times, values = data.counters.series["cpu.iowait"]
+    assert times.tolist() == [10, 20] and values.tolist() == [1.5, 2.5]
+    assert not list(iter_parts(tmp_path / "t", "ops")), "closing compacts the parts away"
 
 
 def test_malformed_lines_all_counted_first_hundred_kept(tmp_path: Path) -> None:

@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # How often the worker publishes progress to the job store while a job runs.
     progress_interval_s: float = 1.0
 
+    # Uploaded trace logs (POST /traces/import) larger than this are refused with 413.
+    trace_upload_max_bytes: int = 512 * 2**20
+
     # Binaries; empty means "find on PATH or in /usr/sbin".
     mariadbd_path: str = ""
     mysql_client_path: str = ""

@@ -37,6 +37,7 @@ class JobPhase(enum.StrEnum):
 
 class JobKind(enum.StrEnum):
     RESTORE = "restore"
+    IMPORT = "import"  # an uploaded trace log; nothing runs, the job only holds the trace
 
 
 class Job(Base):

@@ -1,7 +1,143 @@
-"""Query files built when a trace closes (filled in by the query side)."""
+"""The query files of a closed trace, built from its Parquet parts.
 
+- ``seg-NNNNNN.arrow``: operations of consecutive parts (about SEGMENT_OPERATIONS each), sorted by
+  (tid, start_us), Arrow IPC uncompressed so readers memory-map it (segment.write_segment), with its
+  dictionaries and lane index in ``seg-NNNNNN.dict.json``;
+- ``seg-NNNNNN.lod.arrow``: that segment's level-of-detail pyramid (lod.build_pyramid);
+- ``spans.parquet`` and ``counters.parquet``: all spans / counter samples in one file each.
+
+Compaction holds one segment in memory at a time. The operation parts are deleted once the segment
+files exist and meta.json says ``compacted`` (readers that listed them retry, see reader.open_trace_data);
+the span and counter parts are replaced the same way.
+"""
+
+import contextlib
 from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+from app.traces import lod
+from app.traces.segment import segment_from_table, write_segment
+from app.traces.store import iter_parts
+
+SEGMENT_OPERATIONS: Final = 2_000_000
+N_KINDS: Final = lod.N_KINDS
+
+
+def _groups(parts: list[Path]) -> list[list[Path]]:
+    groups: list[list[Path]] = [[]]
+    rows = 0
+    for part in parts:
+        if rows >= SEGMENT_OPERATIONS:
+            groups.append([])
+            rows = 0
+        groups[-1].append(part)
+        rows += pq.ParquetFile(part).metadata.num_rows
+    return [group for group in groups if group]
+
+
+def write_pyramid(levels: list[lod.Level], path: Path) -> None:
+    table = pa.concat_tables([_level_table(level) for level in levels]) if levels else _level_table(None)
+    temporary = path.with_name(f".{path.name}.tmp")
+    with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    temporary.replace(path)
+
+
+def _level_table(level: lod.Level | None) -> pa.Table:
+    if level is None:
+        empty64 = np.empty(0, dtype=np.int64)
+        return pa.table(
+            {
+                "width": empty64,
+                "tid": empty64,
+                "bucket": empty64,
+                "busy_us": np.empty(0),
+                "count": empty64,
+                "bytes": empty64,
+                "kind_us": pa.FixedSizeListArray.from_arrays(pa.array(np.empty(0, dtype=np.float32)), N_KINDS),
+                "kind_count": pa.FixedSizeListArray.from_arrays(pa.array(np.empty(0, dtype=np.int32)), N_KINDS),
+            }
+        )
+    return pa.table(
+        {
+            "width": np.full(len(level), level.width, dtype=np.int64),
+            "tid": level.tid,
+            "bucket": level.bucket,
+            "busy_us": level.busy_us,
+            "count": level.count,
+            "bytes": level.bytes,
+            "kind_us": pa.FixedSizeListArray.from_arrays(pa.array(level.kind_us.reshape(-1)), N_KINDS),
+            "kind_count": pa.FixedSizeListArray.from_arrays(pa.array(level.kind_count.reshape(-1)), N_KINDS),
+        }
+    )
+
+
+def read_pyramid(path: Path) -> list[lod.Level]:
+    """Memory-map a pyramid file: each level is a zero-copy slice."""
+    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all().combine_chunks()
+    if table.num_rows == 0:
+        return []
+
+    def column(name: str) -> npt.NDArray[Any]:
+        return np.asarray(table[name].chunk(0).to_numpy(zero_copy_only=True))
+
+    widths = column("width")
+    kind_us = np.asarray(table["kind_us"].chunk(0).values.to_numpy()).reshape(-1, N_KINDS)
+    kind_count = np.asarray(table["kind_count"].chunk(0).values.to_numpy()).reshape(-1, N_KINDS)
+    tid, bucket, busy, count, nbytes = (column(name) for name in ("tid", "bucket", "busy_us", "count", "bytes"))
+    levels = []
+    starts = np.flatnonzero(np.concatenate(([True], widths[1:] != widths[:-1])))
+    ends = np.concatenate((starts[1:], [len(widths)]))
+    for begin, end in zip(starts, ends, strict=True):
+        rows = slice(int(begin), int(end))
+        levels.append(
+            lod.Level(
+                width=int(widths[begin]),
+                tid=tid[rows],
+                bucket=bucket[rows],
+                busy_us=busy[rows],
+                count=count[rows],
+                bytes=nbytes[rows],
+                kind_us=kind_us[rows],
+                kind_count=kind_count[rows],
+            )
+        )
+    return levels
+
+
+def _merge_parts(directory: Path, kind: str, sort_keys: list[tuple[str, str]]) -> None:
+    parts = list(iter_parts(directory, kind))
+    if not parts:
+        return
+    table = pa.concat_tables([pq.read_table(part) for part in parts], promote_options="permissive")
+    table = table.unify_dictionaries().sort_by(sort_keys)
+    final = directory / f"{kind}.parquet"
+    temporary = final.with_name(f".{final.name}.tmp")
+    pq.write_table(table, temporary, compression="zstd")
+    temporary.replace(final)
 
 
 def compact(directory: Path) -> None:
-    """Nothing yet: queries read the parts directly."""
+    """Build the segment, pyramid, span and counter files from the parts (the parts stay until cleanup)."""
+    for number, group in enumerate(_groups(list(iter_parts(directory, "ops"))), start=1):
+        table = pa.concat_tables([pq.read_table(part) for part in group], promote_options="permissive")
+        segment = segment_from_table(table)
+        del table
+        path = directory / f"seg-{number:06d}.arrow"
+        write_pyramid(lod.build_pyramid(segment), path.with_suffix(".lod.arrow"))
+        write_segment(segment, path)
+    _merge_parts(directory, "spans", [("tid", "ascending"), ("start_us", "ascending")])
+    _merge_parts(directory, "counters", [("t_us", "ascending")])
+
+
+def remove_parts(directory: Path) -> None:
+    """After meta.json says compacted: the parts are no longer read."""
+    for kind in ("ops", "spans", "counters"):
+        for part in iter_parts(directory, kind):
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()

@@ -9,7 +9,6 @@ A worker that dies leaves the row "recording": once its job has ended, the trace
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -17,11 +16,14 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings, get_settings
 from app.core.db import session_scope
-from app.core.errors import NotFound
+from app.core.errors import InvalidRequest, NotFound
 from app.models import Job, JobStatus
 from app.models.base import utcnow
 from app.models.trace import Trace, TraceSource, TraceStatus
+from app.traces import stats, window
+from app.traces.reader import TraceData, open_trace_data
 from app.traces.store import TraceSummary, TraceWriter, read_summary, trace_dir
+from app.traces.window import Filters
 
 UnitOfWork = Callable[[], AbstractContextManager[Session]]
 
@@ -122,10 +124,94 @@ def get_trace_row(session: Session, job_id: int) -> tuple[Job, Trace]:
     return job, trace
 
 
-def live_summary(settings: Settings, trace: Trace) -> TraceSummary | None:
-    """meta.json of the trace's files (the live counts while recording); None if the files are gone."""
-    return read_summary(trace_dir(settings, trace.job_id))
+def read_trace(session: Session, settings: Settings, job_id: int) -> dict[str, Any]:
+    """The summary of a job's trace; while it records, the counts are the writer's latest."""
+    job, trace = get_trace_row(session, job_id)
+    live = read_summary(trace_dir(settings, job_id)) or TraceSummary()
+    meta = dict(live.meta)
+    default_role = "pid" if trace.backend == "juicefs" else "thread"
+    lanes: dict[int, dict[str, Any]] = {
+        tid: {"tid": tid, "role": f"{default_role} {tid}"} for tid in sorted(live.lane_totals)
+    }
+    for lane in live.lanes:
+        lanes[int(lane["tid"])] = dict(lane)
+    for tid, lane in lanes.items():
+        totals = live.lane_totals.get(tid)
+        lane["operations"] = totals.operations if totals else 0
+        lane["busy_us"] = totals.busy_us if totals else 0
+    return {
+        "job_id": job_id,
+        "source": trace.source,
+        "backend": str(meta.pop("backend", None) or trace.backend),
+        "status": effective_status(trace, job),
+        "aio_mode": meta.pop("aio_mode", None) or trace.aio_mode,
+        "visibility": meta.pop("visibility", None) or trace.visibility,
+        "fallback_reason": meta.pop("fallback_reason", None) or trace.fallback_reason,
+        "operations": live.operations,
+        "malformed_lines": live.malformed_lines,
+        "malformed": live.malformed,
+        "t_min_us": live.t_min_us,
+        "t_max_us": live.t_max_us,
+        "bytes_read": live.bytes_read,
+        "bytes_written": live.bytes_written,
+        "lanes": [lanes[tid] for tid in sorted(lanes)],
+        "kinds": live.kinds,
+        "counters": [{"track": track, "unit": unit} for track, unit in sorted(live.counters.items())],
+        "meta": meta,
+    }
 
 
-def trace_files(settings: Settings, job_id: int) -> Path:
-    return trace_dir(settings, job_id)
+def open_data(session: Session, settings: Settings, job_id: int) -> TraceData:
+    get_trace_row(session, job_id)
+    data = open_trace_data(trace_dir(settings, job_id))
+    if data is None:
+        raise NotFound(f"the trace files of job {job_id} are missing from {trace_dir(settings, job_id)}")
+    return data
+
+
+def time_range(data: TraceData, t0_us: int | None, t1_us: int | None) -> tuple[int, int]:
+    """The asked window, the whole trace where a bound is left out."""
+    t0 = t0_us if t0_us is not None else (data.summary.t_min_us or 0)
+    t1 = t1_us if t1_us is not None else max(data.summary.t_max_us or 0, t0 + 1)
+    if t1 <= t0:
+        raise InvalidRequest(f"t1_us ({t1}) must be after t0_us ({t0})", field="t1_us")
+    return t0, t1
+
+
+def read_window(
+    session: Session,
+    settings: Settings,
+    job_id: int,
+    *,
+    t0_us: int | None,
+    t1_us: int | None,
+    width_px: int,
+    filters: Filters,
+) -> dict[str, Any]:
+    data = open_data(session, settings, job_id)
+    t0, t1 = time_range(data, t0_us, t1_us)
+    return window.read_window(data, t0=t0, t1=t1, width_px=width_px, filters=filters)
+
+
+def read_stats(
+    session: Session, settings: Settings, job_id: int, *, t0_us: int | None, t1_us: int | None, filters: Filters
+) -> dict[str, Any]:
+    data = open_data(session, settings, job_id)
+    t0, t1 = time_range(data, t0_us, t1_us)
+    return stats.read_stats(data, t0=t0, t1=t1, filters=filters)
+
+
+def read_operations(
+    session: Session,
+    settings: Settings,
+    job_id: int,
+    *,
+    t0_us: int | None,
+    t1_us: int | None,
+    filters: Filters,
+    offset: int,
+    limit: int,
+) -> dict[str, Any]:
+    data = open_data(session, settings, job_id)
+    t0, t1 = time_range(data, t0_us, t1_us)
+    return stats.read_operations(data, t0=t0, t1=t1, filters=filters, offset=offset, limit=limit)

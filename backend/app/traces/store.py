@@ -304,6 +304,7 @@ class TraceWriter:
                 self._summary.malformed_lines += 1
                 if len(self._summary.malformed) < MALFORMED_KEPT:
                     self._summary.malformed.append({"line_no": bad.line_no, "reason": bad.reason, "text": bad.text})
+            self._summary.malformed.sort(key=lambda bad: int(bad["line_no"]))
             self._meta_dirty = True
 
     def close(self, *, status: str = "complete") -> TraceSummary:
@@ -319,12 +320,18 @@ class TraceWriter:
         if self._error is not None and status == "complete":
             status = "failed"
         if self._compact_on_close and self._error is None:
-            from app.traces.compact import compact  # the query side; imported late to keep the writer light
+            from app.traces import compact  # the query side; imported late to keep the writer light
 
-            compact(self.directory)
-            self._summary.compacted = True
+            try:
+                compact.compact(self.directory)
+                self._summary.compacted = True
+            except Exception as error:  # the parts stay readable: a trace without query files is still a trace
+                self._error = error
+                status = "failed"
         self._summary.status = status
         self._write_meta()
+        if self._summary.compacted:
+            compact.remove_parts(self.directory)
         if self._on_close is not None:
             self._on_close(self._summary)
         if self._error is not None:

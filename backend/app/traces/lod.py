@@ -1,0 +1,335 @@
+"""Level of detail: operations summed into time buckets per lane.
+
+Two uses of one piece of arithmetic:
+- ``dense_buckets`` sums the operations of a window into the window's own buckets, exactly: an operation
+  crossing bucket edges gives each bucket the part of its time inside it; "busy" is the union of the
+  lane's operations (overlapping async operations are not counted twice).
+- ``Pyramid`` holds the same sums precomputed at fixed widths 4^k us (aligned to the epoch), built once
+  per segment, so a zoomed-out window adds up a few thousand rows per lane instead of millions of
+  operations. Its buckets do not line up with the window's: ``Pyramid.into`` splits each one between the
+  (at most two) window buckets it overlaps in proportion to the overlap. Sums are then exact for
+  operations, and time is smeared by at most one level bucket, which is never wider than a window bucket.
+
+Count and bytes belong to the bucket an operation starts in (the first bucket of the window for one that
+started before it), so they add up across levels and buckets. Bytes are the sizes of reads and writes.
+"""
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from app.traces.segment import KIND_CODE, NULL_INT, Int64s, Segment, lane_ranges
+from app.traces.store import KINDS
+
+Floats = npt.NDArray[np.float64]
+LEVEL_FACTOR: Final = 4
+N_KINDS: Final = len(KINDS)
+# The finest level is chosen so that its non-empty buckets hold about this many operations on average:
+# a pyramid of about 1/OPS_PER_FINE_BUCKET rows per operation.
+OPS_PER_FINE_BUCKET: Final = 16
+MAX_LEVEL: Final = 24  # 4^24 us is 8.9 years
+
+
+@dataclass
+class Pieces:
+    """Each operation cut at bucket edges: which operation, which bucket, how long inside it."""
+
+    row: npt.NDArray[np.intp]
+    bucket: Int64s
+    length: Int64s
+    first: npt.NDArray[np.bool_]  # the piece where the operation's count and bytes go
+
+
+def cut(starts: Int64s, ends: Int64s, origin: int, width: int, lo: int, hi: int) -> Pieces:
+    """Cut [start, end) at multiples of ``width`` from ``origin``, keeping only what is inside [lo, hi).
+
+    A zero-length operation is one piece of length 0 in the bucket where it starts.
+    """
+    s = np.maximum(starts, lo)
+    e = np.minimum(ends, hi)
+    b0 = (s - origin) // width
+    b1 = np.maximum((e - 1 - origin) // width, b0)
+    spans = b1 - b0 + 1
+    row = np.repeat(np.arange(len(starts)), spans)
+    first_of_row = np.cumsum(spans) - spans
+    bucket = b0[row] + (np.arange(len(row)) - first_of_row[row])
+    piece_start = np.maximum(s[row], origin + bucket * width)
+    piece_end = np.minimum(e[row], origin + (bucket + 1) * width)
+    first = np.zeros(len(row), dtype=np.bool_)
+    first[first_of_row[spans > 0]] = True
+    return Pieces(row, bucket, np.maximum(piece_end - piece_start, 0), first)
+
+
+def union_intervals(slots: Int64s, starts: Int64s, ends: Int64s) -> tuple[Int64s, Int64s, Int64s]:
+    """Merge overlapping intervals per slot; input sorted by (slot, start). Returns (slot, start, end)."""
+    if not len(starts):
+        return slots[:0], starts[:0], ends[:0]
+    # Shifting each slot's times past the previous slot's keeps one running maximum from crossing slots.
+    base = int(starts.min())
+    shift = int(np.max(ends) - base + 1)
+    key_slots = slots - int(slots.min())
+    shifted_ends = ends - base + key_slots * shift
+    running = np.maximum.accumulate(shifted_ends)
+    shifted_starts = starts - base + key_slots * shift
+    begins = np.concatenate(([True], shifted_starts[1:] > running[:-1]))
+    first = np.flatnonzero(begins)
+    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
+    merged_end = running[last] - key_slots[first] * shift + base
+    return slots[first], starts[first], merged_end
+
+
+@dataclass
+class Dense:
+    """Sums per (slot, bucket) of one window: arrays shaped (slots, buckets[, kinds])."""
+
+    busy_us: Floats
+    count: Int64s
+    bytes: Int64s
+    kind_us: Floats
+    kind_count: Int64s
+
+    @classmethod
+    def zeros(cls, slots: int, buckets: int) -> "Dense":
+        return cls(
+            np.zeros((slots, buckets)),
+            np.zeros((slots, buckets), dtype=np.int64),
+            np.zeros((slots, buckets), dtype=np.int64),
+            np.zeros((slots, buckets, N_KINDS)),
+            np.zeros((slots, buckets, N_KINDS), dtype=np.int64),
+        )
+
+
+def io_bytes(kinds: npt.NDArray[np.int8], sizes: Int64s) -> Int64s:
+    moves_data = (kinds == KIND_CODE["read"]) | (kinds == KIND_CODE["write"])
+    return np.where(moves_data & (sizes != NULL_INT), sizes, 0)
+
+
+def dense_buckets(
+    slots: Int64s,
+    starts: Int64s,
+    ends: Int64s,
+    kinds: npt.NDArray[np.int8],
+    nbytes: Int64s,
+    *,
+    n_slots: int,
+    origin: int,
+    width: int,
+    n_buckets: int,
+) -> Dense:
+    """Exact sums of operations (sorted by slot, then start) into ``n_buckets`` of ``width`` from ``origin``."""
+    hi = origin + width * n_buckets
+    out = Dense.zeros(n_slots, n_buckets)
+    if not len(starts):
+        return out
+    size = n_slots * n_buckets
+    pieces = cut(starts, ends, origin, width, origin, hi)
+    key = slots[pieces.row] * n_buckets + pieces.bucket
+    first_key = key[pieces.first]
+    first_rows = pieces.row[pieces.first]
+    out.count = np.bincount(first_key, minlength=size).reshape(n_slots, n_buckets).astype(np.int64)
+    out.bytes = (
+        np.bincount(first_key, weights=nbytes[first_rows], minlength=size).reshape(n_slots, n_buckets).astype(np.int64)
+    )
+    kind_key = key * N_KINDS + kinds[pieces.row]
+    kind_us = np.bincount(kind_key, weights=pieces.length.astype(np.float64), minlength=size * N_KINDS)
+    out.kind_us = kind_us.astype(np.float64).reshape(n_slots, n_buckets, N_KINDS)
+    out.kind_count = (
+        np.bincount(kind_key[pieces.first], minlength=size * N_KINDS).reshape(n_slots, n_buckets, N_KINDS)
+    ).astype(np.int64)
+    u_slot, u_start, u_end = union_intervals(slots, starts, ends)
+    union = cut(u_start, u_end, origin, width, origin, hi)
+    union_key = u_slot[union.row] * n_buckets + union.bucket
+    busy = np.bincount(union_key, weights=union.length.astype(np.float64), minlength=size)
+    out.busy_us = busy.astype(np.float64).reshape(n_slots, n_buckets)
+    return out
+
+
+@dataclass
+class Level:
+    """One pyramid level: sums over buckets [b * width, (b + 1) * width) per lane, non-empty ones only,
+    rows sorted by (tid, bucket)."""
+
+    width: int
+    tid: Int64s
+    bucket: Int64s
+    busy_us: Floats
+    count: Int64s
+    bytes: Int64s
+    kind_us: npt.NDArray[np.float32]  # (rows, kinds)
+    kind_count: npt.NDArray[np.int32]  # (rows, kinds)
+
+    def __len__(self) -> int:
+        return len(self.bucket)
+
+    @property
+    def lanes(self) -> dict[int, tuple[int, int]]:
+        if self._lanes is None:
+            self._lanes = lane_ranges(self.tid)
+        return self._lanes
+
+    _lanes: dict[int, tuple[int, int]] | None = None
+
+
+_FAR: Final = 1 << 62
+
+
+def finest_level(segment: Segment) -> int:
+    """The k of the finest level: its buckets hold ~OPS_PER_FINE_BUCKET operations of a busy lane."""
+    if len(segment) == 0:
+        return MAX_LEVEL
+    span = max(1, segment.t_max - segment.t_min)
+    gap = span * max(1, len(segment.lanes)) / len(segment)  # mean time between operation starts in a lane
+    k = 0
+    while k < MAX_LEVEL and LEVEL_FACTOR**k < OPS_PER_FINE_BUCKET * gap:
+        k += 1
+    # Long operations are cut into many fine buckets: keep that to a few pieces per operation.
+    while k < MAX_LEVEL and int(segment.duration.sum()) // LEVEL_FACTOR**k > 4 * len(segment):
+        k += 1
+    return k
+
+
+def build_level(segment: Segment, k: int) -> Level:
+    """Level k straight from the operations."""
+    width = LEVEL_FACTOR**k
+    lane_tids = np.array(sorted(segment.lanes), dtype=np.int64)
+    first_bucket = segment.t_min // width
+    span = segment.t_max // width - first_bucket + 1
+
+    def keys(tids: Int64s, buckets: Int64s) -> Int64s:
+        ranks: Int64s = np.searchsorted(lane_tids, tids).astype(np.int64)
+        combined: Int64s = ranks * span + (buckets - first_bucket)
+        return combined
+
+    pieces = cut(segment.start, segment.end, 0, width, -_FAR, _FAR)
+    unique_keys, group = np.unique(keys(segment.tid[pieces.row], pieces.bucket), return_inverse=True)
+    n = len(unique_keys)
+    kinds = segment.kind[pieces.row].astype(np.int64)
+    kind_us = np.bincount(group * N_KINDS + kinds, weights=pieces.length, minlength=n * N_KINDS)
+    first = pieces.first
+    kind_count = np.bincount(group[first] * N_KINDS + kinds[first], minlength=n * N_KINDS)
+    nbytes = io_bytes(segment.kind, segment.size)
+    bytes_ = np.bincount(group[first], weights=nbytes[pieces.row[first]], minlength=n)
+    u_tid, u_start, u_end = union_intervals(segment.tid, segment.start, segment.end)
+    union = cut(u_start, u_end, 0, width, -_FAR, _FAR)
+    where = np.searchsorted(unique_keys, keys(u_tid[union.row], union.bucket))
+    busy = np.bincount(where, weights=union.length.astype(np.float64), minlength=n).astype(np.float64)
+    kind_count = kind_count.reshape(n, N_KINDS)
+    return Level(
+        width=width,
+        tid=lane_tids[unique_keys // span],
+        bucket=unique_keys % span + first_bucket,
+        busy_us=busy,
+        count=kind_count.sum(axis=1).astype(np.int64),
+        bytes=bytes_.astype(np.int64),
+        kind_us=kind_us.reshape(n, N_KINDS).astype(np.float32),
+        kind_count=kind_count.astype(np.int32),
+    )
+
+
+def coarser(level: Level) -> Level:
+    """The next level up, summed from this one (bucket edges nest: 4 buckets make one)."""
+    buckets = level.bucket // LEVEL_FACTOR
+    change = np.concatenate(([True], (buckets[1:] != buckets[:-1]) | (level.tid[1:] != level.tid[:-1])))
+    starts = np.flatnonzero(change)
+    return Level(
+        width=level.width * LEVEL_FACTOR,
+        tid=level.tid[starts],
+        bucket=buckets[starts],
+        busy_us=np.add.reduceat(level.busy_us, starts),
+        count=np.add.reduceat(level.count, starts),
+        bytes=np.add.reduceat(level.bytes, starts),
+        kind_us=np.add.reduceat(level.kind_us, starts, axis=0).astype(np.float32),
+        kind_count=np.add.reduceat(level.kind_count, starts, axis=0).astype(np.int32),
+    )
+
+
+def build_pyramid(segment: Segment) -> list[Level]:
+    """Levels from the finest worth keeping up to one bucket per lane."""
+    if len(segment) == 0:
+        return []
+    levels = [build_level(segment, finest_level(segment))]
+    while len(levels[-1]) > len(segment.lanes) and len(levels) < MAX_LEVEL:
+        levels.append(coarser(levels[-1]))
+    return levels
+
+
+def pick_level(levels: list[Level], bucket_us: int) -> Level | None:
+    """The finest level whose buckets are no wider than the window's."""
+    fitting = [level for level in levels if level.width <= bucket_us]
+    return fitting[-1] if fitting else None
+
+
+def level_into(
+    level: Level,
+    lanes: list[tuple[int, int]],
+    out: Dense,
+    *,
+    origin: int,
+    width: int,
+    n_buckets: int,
+    kinds: npt.NDArray[np.bool_] | None,
+) -> None:
+    """Add the level buckets of ``lanes`` ((tid, slot) pairs) overlapping the window into ``out``.
+
+    Each level bucket's time is split between the (at most two) window buckets it overlaps, in
+    proportion; its count and bytes go whole to the window bucket where it starts.
+    """
+    hi = origin + width * n_buckets
+    first_bucket, last_bucket = origin // level.width, (hi - 1) // level.width
+    ranges, slots = [], []
+    for tid, slot in lanes:
+        begin, end = level.lanes.get(tid, (0, 0))
+        if begin == end:
+            continue
+        buckets = level.bucket[begin:end]
+        lo = begin + int(np.searchsorted(buckets, first_bucket, side="left"))
+        up = begin + int(np.searchsorted(buckets, last_bucket, side="right"))
+        if lo < up:
+            ranges.append(np.arange(lo, up))
+            slots.append(np.full(up - lo, slot, dtype=np.int64))
+    if not ranges:
+        return
+    rows = np.concatenate(ranges)
+    slot_of_row = np.concatenate(slots)
+    b_start = np.maximum(level.bucket[rows] * level.width, origin)
+    b_end = np.minimum((level.bucket[rows] + 1) * level.width, hi)
+    i0 = (b_start - origin) // width
+    i1 = np.minimum((b_end - 1 - origin) // width, n_buckets - 1)
+    edge = np.minimum(origin + (i0 + 1) * width, b_end)
+    share0 = (edge - b_start) / level.width
+    share1 = (b_end - edge) / level.width
+    kind_us = level.kind_us[rows].astype(np.float64)
+    kind_count = level.kind_count[rows].astype(np.int64)
+    if kinds is None:
+        busy = level.busy_us[rows]
+        count = level.count[rows]
+        nbytes = level.bytes[rows]
+    else:
+        kind_us = kind_us * kinds
+        kind_count = kind_count * kinds
+        busy = kind_us.sum(axis=1)
+        count = kind_count.sum(axis=1)
+        moves_data = bool(kinds[KIND_CODE["read"]] or kinds[KIND_CODE["write"]])
+        nbytes = level.bytes[rows] if moves_data else np.zeros(len(rows), dtype=np.int64)
+    size = out.count.size
+    k0 = slot_of_row * n_buckets + i0
+    k1 = slot_of_row * n_buckets + i1
+    shape = out.count.shape
+    out.count += np.bincount(k0, weights=count, minlength=size).reshape(shape).astype(np.int64)
+    out.bytes += np.bincount(k0, weights=nbytes, minlength=size).reshape(shape).astype(np.int64)
+    out.busy_us += (
+        np.bincount(k0, weights=busy * share0, minlength=size) + np.bincount(k1, weights=busy * share1, minlength=size)
+    ).reshape(shape)
+    kind_keys0 = (k0[:, None] * N_KINDS + np.arange(N_KINDS)).reshape(-1)
+    kind_keys1 = (k1[:, None] * N_KINDS + np.arange(N_KINDS)).reshape(-1)
+    out.kind_us += (
+        np.bincount(kind_keys0, weights=(kind_us * share0[:, None]).reshape(-1), minlength=size * N_KINDS)
+        + np.bincount(kind_keys1, weights=(kind_us * share1[:, None]).reshape(-1), minlength=size * N_KINDS)
+    ).reshape(out.kind_us.shape)
+    out.kind_count += (
+        np.bincount(kind_keys0, weights=kind_count.reshape(-1), minlength=size * N_KINDS)
+        .reshape(out.kind_count.shape)
+        .astype(np.int64)
+    )

@@ -1,0 +1,324 @@
+"""What the timeline draws for one view: per lane, buckets or raw operations; spans; decimated counters.
+
+The window [t0, t1) is cut into ``n`` buckets of ``bucket_us = ceil((t1 - t0) / width_px)`` (so ``n`` <=
+width_px; bucket i covers [t0 + i * bucket_us, t0 + (i + 1) * bucket_us), the last one ends at t1).
+Per lane:
+- at most ``width_px`` operations in the window: the operations themselves ("operations");
+- else buckets ("buckets"), non-empty ones only: ``busy`` is the fraction of the bucket the lane spent
+  inside an operation (union, so overlapping async operations count once; with a kind filter, the sum of
+  those kinds' time, at most 1), ``kind`` the kind with the most time, ``count`` and ``bytes`` those of
+  the operations starting in it. Lanes with few operations in the window are summed exactly; busier
+  ones from the level-of-detail pyramid (see lod), whose time may be smeared by up to one bucket.
+Spans come as they are, at least one bucket wide, when there are at most ``width_px`` of them on a lane
+track; else merged per bucket (the label with the most time) and joined when neighbours agree.
+Counters: every sample when there are at most 2 * width_px in the window, else the minimum and maximum
+of each bucket, in time order.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from app.traces import lod
+from app.traces.reader import Spans, TraceData
+from app.traces.segment import NULL_INT, Int64s, Segment
+from app.traces.store import KINDS
+
+# A lane with at most this many operations per pixel in the window is summed from its operations.
+EXACT_OPS_PER_PIXEL: Final = 16
+
+
+@dataclass(frozen=True)
+class Filters:
+    tids: frozenset[int] | None = None
+    kinds: frozenset[str] | None = None
+    roles: frozenset[str] | None = None
+    path: str | None = None
+
+    def kind_mask(self) -> npt.NDArray[np.bool_] | None:
+        if self.kinds is None:
+            return None
+        return np.array([kind in self.kinds for kind in KINDS], dtype=np.bool_)
+
+
+@dataclass
+class Selection:
+    """Operations of some lanes that overlap a window, gathered across segments, sorted by (slot, start)."""
+
+    slot: Int64s
+    start: Int64s
+    end: Int64s
+    kind: npt.NDArray[np.int8]
+    segment: npt.NDArray[np.intp]
+    row: npt.NDArray[np.intp]
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+def lane_roles(data: TraceData) -> dict[int, dict[str, Any]]:
+    """Every lane the trace knows: named by a producer, or seen in operations ("thread N" / "pid N")."""
+    default_role = "pid" if data.summary.meta.get("format") == "juicefs" else "thread"
+    lanes: dict[int, dict[str, Any]] = {}
+    for segment in data.segments:
+        for tid in segment.lanes:
+            lanes.setdefault(tid, {"tid": tid, "role": f"{default_role} {tid}"})
+    for tid in data.summary.lane_totals:
+        lanes.setdefault(tid, {"tid": tid, "role": f"{default_role} {tid}"})
+    for tid, _ in data.spans.groups:
+        lanes.setdefault(tid, {"tid": tid, "role": f"{default_role} {tid}"})
+    for lane in data.summary.lanes:
+        lanes[int(lane["tid"])] = dict(lane)
+    return dict(sorted(lanes.items()))
+
+
+def selected_lanes(data: TraceData, filters: Filters) -> list[int]:
+    lanes = lane_roles(data)
+    return [
+        tid
+        for tid, lane in lanes.items()
+        if (filters.tids is None or tid in filters.tids) and (filters.roles is None or lane["role"] in filters.roles)
+    ]
+
+
+def path_codes(segment: Segment, needle: str | None) -> npt.NDArray[np.int32] | None:
+    if needle is None:
+        return None
+    return np.array([code for code, path in enumerate(segment.paths) if needle in path], dtype=np.int32)
+
+
+def select_operations(data: TraceData, lanes: list[tuple[int, int]], t0: int, t1: int, filters: Filters) -> Selection:
+    """Operations of ``lanes`` ((tid, slot) pairs) overlapping [t0, t1) that pass the filters."""
+    kind_mask = filters.kind_mask()
+    parts: list[tuple[Int64s, Int64s, Int64s, npt.NDArray[np.int8], npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
+    for number, segment in enumerate(data.segments):
+        ranges, slots = [], []
+        for tid, slot in lanes:
+            lo, hi = segment.window_rows(tid, t0, t1)
+            if lo < hi:
+                ranges.append(np.arange(lo, hi))
+                slots.append(np.full(hi - lo, slot, dtype=np.int64))
+        if not ranges:
+            continue
+        rows = np.concatenate(ranges)
+        slot_of_row = np.concatenate(slots)
+        start = segment.start[rows]
+        end = start + segment.duration[rows]
+        kind = segment.kind[rows]
+        keep = (end > t0) | (start >= t0)
+        if kind_mask is not None:
+            keep &= kind_mask[kind]
+        wanted_paths = path_codes(segment, filters.path)
+        if wanted_paths is not None:
+            keep &= np.isin(segment.path[rows], wanted_paths)
+        parts.append(
+            (slot_of_row[keep], start[keep], end[keep], kind[keep], np.full(int(keep.sum()), number), rows[keep])
+        )
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return Selection(empty, empty, empty, empty.astype(np.int8), empty.astype(np.intp), empty.astype(np.intp))
+    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    order = np.lexsort((columns[1], columns[0])) if len(data.segments) > 1 else np.arange(len(columns[1]))
+    return Selection(*(column[order] for column in columns))
+
+
+def operation_dicts(data: TraceData, selection: Selection, picked: npt.NDArray[np.intp]) -> list[dict[str, Any]]:
+    """The picked operations of a selection as the API shows them."""
+    out: list[dict[str, Any]] = []
+    for segment_number in np.unique(selection.segment[picked]):
+        segment = data.segments[int(segment_number)]
+        mine = picked[selection.segment[picked] == segment_number]
+        rows = selection.row[mine]
+        starts = segment.start[rows].tolist()
+        durations = segment.duration[rows].tolist()
+        tids = segment.tid[rows].tolist()
+        ops = [segment.ops[c] for c in segment.op[rows].tolist()]
+        kinds = [KINDS[c] for c in segment.kind[rows].tolist()]
+        paths = [segment.paths[c] if c >= 0 else None for c in segment.path[rows].tolist()]
+        offsets = [None if v == NULL_INT else v for v in segment.offset[rows].tolist()]
+        sizes = [None if v == NULL_INT else v for v in segment.size[rows].tolist()]
+        results = [segment.results[c] if c >= 0 else "" for c in segment.result[rows].tolist()]
+        out.extend(
+            {
+                "tid": tid,
+                "start_us": start,
+                "duration_us": duration,
+                "op": op,
+                "kind": kind,
+                "path": path,
+                "offset": offset,
+                "size": size,
+                "result": result,
+            }
+            for tid, start, duration, op, kind, path, offset, size, result in zip(
+                tids, starts, durations, ops, kinds, paths, offsets, sizes, results, strict=True
+            )
+        )
+    out.sort(key=lambda item: (item["start_us"], item["tid"]))
+    return out
+
+
+def _bucket_dicts(dense: lod.Dense, slot: int, bucket_widths: npt.NDArray[np.float64]) -> list[dict[str, Any]]:
+    busy = np.minimum(dense.busy_us[slot] / bucket_widths, 1.0)
+    kind_us = dense.kind_us[slot]
+    # Zero-length operations take no time: the kind with the most of them then names the bucket.
+    dominant = np.where(kind_us.max(axis=1) > 0, kind_us.argmax(axis=1), dense.kind_count[slot].argmax(axis=1))
+    nonempty = np.flatnonzero((dense.count[slot] > 0) | (dense.busy_us[slot] > 0))
+    return [
+        {"i": i, "busy": round(b, 4), "kind": KINDS[k], "count": c, "bytes": n}
+        for i, b, k, c, n in zip(
+            nonempty.tolist(),
+            busy[nonempty].tolist(),
+            dominant[nonempty].tolist(),
+            dense.count[slot][nonempty].tolist(),
+            dense.bytes[slot][nonempty].tolist(),
+            strict=True,
+        )
+    ]
+
+
+def _spans_for(spans: Spans, tid: int, t0: int, t1: int, bucket_us: int, width_px: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for track_code, track in enumerate(spans.tracks):
+        begin, end = spans.groups.get((tid, track_code), (0, 0))
+        if begin == end:
+            continue
+        lo = begin + int(np.searchsorted(spans.end_max[begin:end], t0, side="right"))
+        hi = begin + int(np.searchsorted(spans.start[begin:end], t1, side="left"))
+        if lo >= hi:
+            continue
+        start, duration, label = spans.start[lo:hi], spans.duration[lo:hi], spans.label[lo:hi]
+        keep = start + duration > t0
+        start, duration, label = start[keep], duration[keep], label[keep]
+        if len(start) <= width_px:
+            out.extend(
+                {"start_us": s, "duration_us": max(d, bucket_us), "track": track, "label": spans.labels[c]}
+                for s, d, c in zip(start.tolist(), duration.tolist(), label.tolist(), strict=True)
+            )
+            continue
+        n_buckets = math.ceil((t1 - t0) / bucket_us)
+        labels = max(1, len(spans.labels))
+        pieces = lod.cut(start, start + duration, t0, bucket_us, t0, t1)
+        time = np.bincount(
+            pieces.bucket * labels + label[pieces.row], weights=pieces.length, minlength=n_buckets * labels
+        ).reshape(n_buckets, labels)
+        covered = np.bincount(pieces.bucket, minlength=n_buckets) > 0
+        winner = np.where(covered, time.argmax(axis=1), -1)
+        # Join runs of buckets with the same winning label.
+        change = np.flatnonzero(np.concatenate(([True], winner[1:] != winner[:-1])))
+        run_end = np.concatenate((change[1:], [n_buckets]))
+        for first, stop in zip(change.tolist(), run_end.tolist(), strict=True):
+            code = int(winner[first])
+            if code >= 0:
+                out.append(
+                    {
+                        "start_us": t0 + first * bucket_us,
+                        "duration_us": min(t1, t0 + stop * bucket_us) - (t0 + first * bucket_us),
+                        "track": track,
+                        "label": spans.labels[code],
+                    }
+                )
+    return out
+
+
+def decimate(
+    times: Int64s, values: npt.NDArray[np.float64], t0: int, t1: int, bucket_us: int, width_px: int
+) -> list[list[float]]:
+    lo = int(np.searchsorted(times, t0, side="left"))
+    hi = int(np.searchsorted(times, t1, side="left"))
+    t, v = times[lo:hi], values[lo:hi]
+    if len(t) <= 2 * width_px:
+        return [[a, b] for a, b in zip(t.tolist(), v.tolist(), strict=True)]
+    bucket = (t - t0) // bucket_us
+    order = np.lexsort((v, bucket))  # within each bucket: ascending value
+    sorted_bucket = bucket[order]
+    first = np.flatnonzero(np.concatenate(([True], sorted_bucket[1:] != sorted_bucket[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(order) - 1]))
+    lowest, highest = order[first], order[last]
+    picked = np.unique(np.concatenate((lowest, highest)))  # time order, one point when min and max coincide
+    return [[a, b] for a, b in zip(t[picked].tolist(), v[picked].tolist(), strict=True)]
+
+
+def read_window(data: TraceData, *, t0: int, t1: int, width_px: int, filters: Filters) -> dict[str, Any]:
+    bucket_us = max(1, math.ceil((t1 - t0) / width_px))
+    n_buckets = math.ceil((t1 - t0) / bucket_us)
+    tids = selected_lanes(data, filters)
+    slots = {tid: slot for slot, tid in enumerate(tids)}
+    # How many operations each lane may have in the window (an upper bound: rows overlapping by end_max).
+    estimate = dict.fromkeys(tids, 0)
+    for segment in data.segments:
+        for tid in tids:
+            lo, hi = segment.window_rows(tid, t0, t1)
+            estimate[tid] += hi - lo
+    levels = [lod.pick_level(pyramid, bucket_us) for pyramid in data.pyramids]
+    pyramid_usable = filters.path is None and all(
+        level is not None for level, segment in zip(levels, data.segments, strict=True) if len(segment)
+    )
+    from_pyramid = [tid for tid in tids if pyramid_usable and estimate[tid] > EXACT_OPS_PER_PIXEL * width_px]
+    exact = [tid for tid in tids if tid not in set(from_pyramid) and estimate[tid] > 0]
+    dense = lod.Dense.zeros(len(tids), n_buckets)
+    kind_mask = filters.kind_mask()
+    for level in levels:
+        if level is not None and from_pyramid:
+            lod.level_into(
+                level,
+                [(tid, slots[tid]) for tid in from_pyramid],
+                dense,
+                origin=t0,
+                width=bucket_us,
+                n_buckets=n_buckets,
+                kinds=kind_mask,
+            )
+    selection = select_operations(data, [(tid, slots[tid]) for tid in exact], t0, t1, filters)
+    per_slot = np.bincount(selection.slot, minlength=len(tids))
+    raw_slots = {slots[tid] for tid in exact if per_slot[slots[tid]] <= width_px}
+    to_sum = ~np.isin(selection.slot, np.array(sorted(raw_slots), dtype=np.int64))
+    if to_sum.any():
+        segment_of = selection.segment[to_sum]
+        rows = selection.row[to_sum]
+        nbytes = np.zeros(len(rows), dtype=np.int64)
+        for number in np.unique(segment_of).tolist():
+            mine = segment_of == number
+            segment = data.segments[number]
+            nbytes[mine] = lod.io_bytes(segment.kind[rows[mine]], segment.size[rows[mine]])
+        exact_dense = lod.dense_buckets(
+            selection.slot[to_sum],
+            selection.start[to_sum],
+            selection.end[to_sum],
+            selection.kind[to_sum],
+            nbytes,
+            n_slots=len(tids),
+            origin=t0,
+            width=bucket_us,
+            n_buckets=n_buckets,
+        )
+        for name in ("busy_us", "count", "bytes", "kind_us", "kind_count"):
+            getattr(dense, name)[...] += getattr(exact_dense, name)
+    bucket_edges = np.minimum(t0 + np.arange(1, n_buckets + 1) * bucket_us, t1)
+    bucket_widths = (bucket_edges - (t0 + np.arange(n_buckets) * bucket_us)).astype(np.float64)
+    lanes_out = []
+    for tid in tids:
+        slot = slots[tid]
+        lane: dict[str, Any] = {"tid": tid}
+        if slot in raw_slots or estimate[tid] == 0:
+            picked = np.flatnonzero(selection.slot == slot)
+            operations = operation_dicts(data, selection, picked)
+            for operation in operations:
+                del operation["tid"]
+            lane.update(detail="operations", buckets=[], operations=operations)
+        else:
+            lane.update(detail="buckets", buckets=_bucket_dicts(dense, slot, bucket_widths), operations=[])
+        lane["spans"] = _spans_for(data.spans, tid, t0, t1, bucket_us, width_px)
+        lanes_out.append(lane)
+    counters = [
+        {
+            "track": track,
+            "unit": data.counters.units.get(track, ""),
+            "points": decimate(times, values, t0, t1, bucket_us, width_px),
+        }
+        for track, (times, values) in data.counters.series.items()
+    ]
+    return {"t0_us": t0, "t1_us": t1, "bucket_us": bucket_us, "lanes": lanes_out, "counters": counters}
