@@ -288,10 +288,139 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Trace
+         * @description A job's IO trace: how it was captured, its counts, lanes and counter tracks.
+         */
+        get: operations["traces-read_trace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/trace/window": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Window
+         * @description What the timeline draws for a window: per lane, buckets or raw operations, spans; counters.
+         */
+        get: operations["traces-read_window"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/trace/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Stats
+         * @description Counts, throughput, latency percentiles and histograms, busy threads, files, access pattern.
+         */
+        get: operations["traces-read_stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/trace/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Operations
+         * @description A page of raw operations by start time, filtered.
+         */
+        get: operations["traces-read_operations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/trace/perfetto": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Perfetto
+         * @description The trace as Chrome Trace Event JSON, for ui.perfetto.dev or chrome://tracing.
+         */
+        get: operations["traces-export_perfetto"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/traces/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Trace
+         * @description Upload a trace log (multipart field "file"): it becomes an "import" job with a trace like a captured one.
+         */
+        post: operations["traces-import_trace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AccessPublic */
+        AccessPublic: {
+            /** Sequential Ops */
+            sequential_ops: number;
+            /** Random Ops */
+            random_ops: number;
+            /** Sequential Pct */
+            sequential_pct: number;
+        };
         /** BackupPublic */
         BackupPublic: {
             /** Id */
@@ -326,6 +455,74 @@ export interface components {
             data: components["schemas"]["BackupPublic"][];
             /** Roots */
             roots: string[];
+        };
+        /** BucketPublic */
+        BucketPublic: {
+            /**
+             * I
+             * @description Bucket index: it covers [t0_us + i * bucket_us, t0_us + (i + 1) * bucket_us)
+             */
+            i: number;
+            /**
+             * Busy
+             * @description Fraction (0..1) of the bucket the lane spent inside an operation
+             */
+            busy: number;
+            /**
+             * Kind
+             * @description The kind with the most time in the bucket
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /**
+             * Count
+             * @description Operations starting in the bucket
+             */
+            count: number;
+            /**
+             * Bytes
+             * @description Bytes read or written by the operations starting in the bucket
+             */
+            bytes: number;
+        };
+        /** CounterSeriesPublic */
+        CounterSeriesPublic: {
+            /** Track */
+            track: string;
+            /** Unit */
+            unit: string;
+            /**
+             * Points
+             * @description [t_us, value] pairs, at most ~2 per pixel
+             */
+            points: [
+                number,
+                number
+            ][];
+        };
+        /** CounterTrackPublic */
+        CounterTrackPublic: {
+            /** Track */
+            track: string;
+            /** Unit */
+            unit: string;
+        };
+        /** FileStatsPublic */
+        FileStatsPublic: {
+            /** Path */
+            path: string;
+            /** Reads */
+            reads: number;
+            /** Writes */
+            writes: number;
+            /** Fsyncs */
+            fsyncs: number;
+            /** Bytes Read */
+            bytes_read: number;
+            /** Bytes Written */
+            bytes_written: number;
+            /** Busy Us */
+            busy_us: number;
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -537,6 +734,144 @@ export interface components {
             /** Count */
             count: number;
         };
+        /** KindStatsPublic */
+        KindStatsPublic: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Count */
+            count: number;
+            /** Bytes */
+            bytes: number;
+            /** Mb Per S */
+            mb_per_s: number;
+            latency_us: components["schemas"]["LatencyPublic"];
+        };
+        /** LanePublic */
+        LanePublic: {
+            /** Tid */
+            tid: number;
+            /** Role */
+            role: string;
+            /**
+             * Name
+             * @default
+             */
+            name: string;
+            /**
+             * Process
+             * @default
+             */
+            process: string;
+            /** Pid */
+            pid?: number | null;
+            /** Connection Id */
+            connection_id?: number | null;
+            /**
+             * Operations
+             * @default 0
+             */
+            operations: number;
+            /**
+             * Busy Us
+             * @description Summed duration of the lane's operations
+             * @default 0
+             */
+            busy_us: number;
+        };
+        /** LatencyBucketPublic */
+        LatencyBucketPublic: {
+            /** Le Us */
+            le_us: number;
+            /** Count */
+            count: number;
+        };
+        /** LatencyHistogramPublic */
+        LatencyHistogramPublic: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Buckets */
+            buckets: components["schemas"]["LatencyBucketPublic"][];
+        };
+        /** LatencyPublic */
+        LatencyPublic: {
+            /** P50 */
+            p50: number;
+            /** P95 */
+            p95: number;
+            /** P99 */
+            p99: number;
+            /** Max */
+            max: number;
+        };
+        /** MalformedLinePublic */
+        MalformedLinePublic: {
+            /**
+             * Line No
+             * @description 1-based line number in the uploaded or captured log
+             */
+            line_no: number;
+            /** Reason */
+            reason: string;
+            /**
+             * Text
+             * @description The line, cut to 200 characters
+             */
+            text: string;
+        };
+        /** OpStatsPublic */
+        OpStatsPublic: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Count */
+            count: number;
+            /** Bytes */
+            bytes: number;
+            /** Mb Per S */
+            mb_per_s: number;
+            latency_us: components["schemas"]["LatencyPublic"];
+            /** Op */
+            op: string;
+        };
+        /** OperationPublic */
+        OperationPublic: {
+            /** Start Us */
+            start_us: number;
+            /** Duration Us */
+            duration_us: number;
+            /** Op */
+            op: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Path */
+            path: string | null;
+            /** Offset */
+            offset: number | null;
+            /** Size */
+            size: number | null;
+            /** Result */
+            result: string;
+            /** Tid */
+            tid: number;
+        };
+        /** OperationsPublic */
+        OperationsPublic: {
+            /** Total */
+            total: number;
+            /** Items */
+            items: components["schemas"]["OperationPublic"][];
+        };
         /** PresetPublic */
         PresetPublic: {
             /** Name */
@@ -565,6 +900,13 @@ export interface components {
              * @default true
              */
             verify: boolean;
+            /**
+             * Capture
+             * @description How to record every read, write and fsync of every thread for the IO timeline: auto (eBPF when it can run here, else strace), none, strace, ebpf, or fuse (a logging passthrough file system over the sandbox datadir). An explicit choice that cannot run fails the job.
+             * @default auto
+             * @enum {string}
+             */
+            capture: "auto" | "none" | "strace" | "ebpf" | "fuse";
             /** Started By */
             started_by?: string | null;
         };
@@ -674,6 +1016,61 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /** SizeBucketPublic */
+        SizeBucketPublic: {
+            /** Le Bytes */
+            le_bytes: number;
+            /** Count */
+            count: number;
+        };
+        /** SizeHistogramPublic */
+        SizeHistogramPublic: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Buckets */
+            buckets: components["schemas"]["SizeBucketPublic"][];
+        };
+        /** SpanPublic */
+        SpanPublic: {
+            /** Start Us */
+            start_us: number;
+            /** Duration Us */
+            duration_us: number;
+            /**
+             * Track
+             * @enum {string}
+             */
+            track: "cpu" | "state";
+            /** Label */
+            label: string;
+        };
+        /** StatsPublic */
+        StatsPublic: {
+            /** T0 Us */
+            t0_us: number;
+            /** T1 Us */
+            t1_us: number;
+            /** Duration Us */
+            duration_us: number;
+            /** By Kind */
+            by_kind: components["schemas"]["KindStatsPublic"][];
+            /** By Op */
+            by_op: components["schemas"]["OpStatsPublic"][];
+            /** Latency Histogram */
+            latency_histogram: components["schemas"]["LatencyHistogramPublic"][];
+            /** Size Histogram */
+            size_histogram: components["schemas"]["SizeHistogramPublic"][];
+            /** Threads */
+            threads: components["schemas"]["ThreadStatsPublic"][];
+            /** Files */
+            files: components["schemas"]["FileStatsPublic"][];
+            access: components["schemas"]["AccessPublic"];
+            /** Fsync Time Pct */
+            fsync_time_pct: number;
+        };
         /** TargetCheck */
         TargetCheck: {
             /** Ok */
@@ -750,6 +1147,91 @@ export interface components {
             /** Data */
             data: components["schemas"]["TargetPublic"][];
         };
+        /** ThreadStatsPublic */
+        ThreadStatsPublic: {
+            /** Tid */
+            tid: number;
+            /** Role */
+            role: string;
+            /** Busy Pct */
+            busy_pct: number;
+            /** Cpu Pct */
+            cpu_pct: number | null;
+            /** Operations */
+            operations: number;
+            /** Bytes */
+            bytes: number;
+        };
+        /** TraceImportPublic */
+        TraceImportPublic: {
+            /** Job Id */
+            job_id: number;
+            /**
+             * Format
+             * @enum {string}
+             */
+            format: "juicefs" | "strace";
+            /** Operations */
+            operations: number;
+            /** Lanes */
+            lanes: number;
+            /** Malformed Lines */
+            malformed_lines: number;
+            /** Malformed */
+            malformed: components["schemas"]["MalformedLinePublic"][];
+        };
+        /** TracePublic */
+        TracePublic: {
+            /** Job Id */
+            job_id: number;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "capture" | "import";
+            /** Backend */
+            backend: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "recording" | "complete" | "failed";
+            /** Aio Mode */
+            aio_mode: string | null;
+            /** Visibility */
+            visibility: string | null;
+            /** Fallback Reason */
+            fallback_reason: string | null;
+            /** Operations */
+            operations: number;
+            /** Malformed Lines */
+            malformed_lines: number;
+            /** Malformed */
+            malformed: components["schemas"]["MalformedLinePublic"][];
+            /** T Min Us */
+            t_min_us: number | null;
+            /** T Max Us */
+            t_max_us: number | null;
+            /** Bytes Read */
+            bytes_read: number;
+            /** Bytes Written */
+            bytes_written: number;
+            /** Lanes */
+            lanes: components["schemas"]["LanePublic"][];
+            /** Kinds */
+            kinds: {
+                [key: string]: number;
+            };
+            /** Counters */
+            counters: components["schemas"]["CounterTrackPublic"][];
+            /**
+             * Meta
+             * @description Other facts the capture or import recorded
+             */
+            meta: {
+                [key: string]: string | number | null;
+            };
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -779,6 +1261,57 @@ export interface components {
             ok: boolean;
             /** Detail */
             detail: string | null;
+        };
+        /** WindowLanePublic */
+        WindowLanePublic: {
+            /** Tid */
+            tid: number;
+            /**
+             * Detail
+             * @enum {string}
+             */
+            detail: "buckets" | "operations";
+            /** Buckets */
+            buckets: components["schemas"]["BucketPublic"][];
+            /** Operations */
+            operations: components["schemas"]["WindowOperationPublic"][];
+            /** Spans */
+            spans: components["schemas"]["SpanPublic"][];
+        };
+        /** WindowOperationPublic */
+        WindowOperationPublic: {
+            /** Start Us */
+            start_us: number;
+            /** Duration Us */
+            duration_us: number;
+            /** Op */
+            op: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "read" | "write" | "fsync" | "open" | "close" | "other";
+            /** Path */
+            path: string | null;
+            /** Offset */
+            offset: number | null;
+            /** Size */
+            size: number | null;
+            /** Result */
+            result: string;
+        };
+        /** WindowPublic */
+        WindowPublic: {
+            /** T0 Us */
+            t0_us: number;
+            /** T1 Us */
+            t1_us: number;
+            /** Bucket Us */
+            bucket_us: number;
+            /** Lanes */
+            lanes: components["schemas"]["WindowLanePublic"][];
+            /** Counters */
+            counters: components["schemas"]["CounterSeriesPublic"][];
         };
     };
     responses: never;
@@ -1230,6 +1763,232 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PresetPublic"][];
+                };
+            };
+        };
+    };
+    "traces-read_trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TracePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "traces-read_window": {
+        parameters: {
+            query?: {
+                /** @description Window start, us since the epoch; default: the trace's start */
+                t0_us?: number | null;
+                /** @description Window end (exclusive); default: the trace's end */
+                t1_us?: number | null;
+                /** @description Pixels across the window */
+                width_px?: number;
+                /** @description Comma-separated thread ids */
+                tids?: string | null;
+                /** @description Comma-separated kinds: read, write, fsync, open, close, other */
+                kinds?: string | null;
+                /** @description Comma-separated lane roles */
+                roles?: string | null;
+                /** @description Only operations whose path contains this text */
+                path?: string | null;
+            };
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WindowPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "traces-read_stats": {
+        parameters: {
+            query?: {
+                /** @description Window start, us since the epoch; default: the trace's start */
+                t0_us?: number | null;
+                /** @description Window end (exclusive); default: the trace's end */
+                t1_us?: number | null;
+                /** @description Comma-separated thread ids */
+                tids?: string | null;
+                /** @description Comma-separated kinds: read, write, fsync, open, close, other */
+                kinds?: string | null;
+                /** @description Only operations whose path contains this text */
+                path?: string | null;
+            };
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "traces-read_operations": {
+        parameters: {
+            query?: {
+                /** @description Window start, us since the epoch; default: the trace's start */
+                t0_us?: number | null;
+                /** @description Window end (exclusive); default: the trace's end */
+                t1_us?: number | null;
+                /** @description Comma-separated thread ids */
+                tids?: string | null;
+                /** @description Comma-separated kinds: read, write, fsync, open, close, other */
+                kinds?: string | null;
+                /** @description Only operations whose path contains this text */
+                path?: string | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "traces-export_perfetto": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Chrome Trace Event JSON */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "traces-import_trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description A JuiceFS access log or strace -f -tt -T output (text)
+                     */
+                    file: string;
+                    /** @description A name for the import */
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceImportPublic"];
                 };
             };
         };

@@ -13,6 +13,21 @@ import { formatBytes } from "../timeline/format";
 
 const STARTED_BY_KEY = "restorescope.startedBy";
 
+type Capture = RestoreRequest["capture"];
+const CAPTURES: { value: Capture; label: string }[] = [
+  { value: "auto", label: "auto: eBPF when it can run here, else strace" },
+  { value: "ebpf", label: "eBPF (bpftrace; sees io_uring page IO; needs root)" },
+  { value: "strace", label: "strace (attached to the server; io_uring page IO shows without file/offset)" },
+  { value: "fuse", label: "FUSE passthrough over the datadir (sees every page write; slower)" },
+  { value: "none", label: "none: no IO timeline" },
+];
+
+/** The path under its root ("demo/shop.sql.gz"), which is what a DBA recognises. */
+function relativePath(backup: Backup): string {
+  const root = backup.root.endsWith("/") ? backup.root : `${backup.root}/`;
+  return backup.path.startsWith(root) ? backup.path.slice(root.length) : backup.path;
+}
+
 /** Why a backup cannot be restored by this version, in the words the API would use. */
 function notRestorableReason(backup: Backup): string | null {
   if (backup.missing) return "the file is gone from disk";
@@ -85,7 +100,6 @@ function BackupPicker({
   const roots = backups.data.roots.join(", ");
   return (
     <div className="field">
-      <span className="label">Backup</span>
       {backups.data.data.length === 0 ? (
         <Empty title="No backups found">
           Put mysqldump files (.sql, .sql.gz, .sql.zst) under <code>{roots}</code>, then reload this page.
@@ -117,13 +131,15 @@ function BackupPicker({
                       <input
                         type="radio"
                         name="backup"
-                        aria-label={backup.path}
+                        aria-label={relativePath(backup)}
                         checked={isSelected}
                         disabled={reason !== null}
                         onChange={() => onSelect(backup.path)}
                       />
                     </td>
-                    <td className="mono">{backup.path}</td>
+                    <td className="mono" title={backup.path}>
+                      {relativePath(backup)}
+                    </td>
                     <td>
                       {backup.format}
                       {backup.compression ? ` · ${backup.compression}` : ""}
@@ -162,6 +178,7 @@ export function LaunchPage() {
   const [targetId, setTargetId] = useState("");
   const [database, setDatabase] = useState("");
   const [verify, setVerify] = useState(true);
+  const [capture, setCapture] = useState<Capture>("auto");
   const [startedBy, setStartedBy] = useState(() => localStorage.getItem(STARTED_BY_KEY) ?? "");
 
   const presetOptions = useMemo(() => presets.data?.find((p) => p.name === preset), [presets.data, preset]);
@@ -169,7 +186,7 @@ export function LaunchPage() {
   const fieldError = (field: string): string | undefined => apiError?.fieldMessage(field);
   const unplacedErrors = apiError?.fields.filter(
     (e) =>
-      !["backup_path", "target", "database", "started_by", "verify"].some(
+      !["backup_path", "target", "database", "started_by", "verify", "capture"].some(
         (f) => e.field === f || e.field.startsWith(`${f}.`),
       ),
   );
@@ -185,6 +202,7 @@ export function LaunchPage() {
           : { kind: "saved", target_id: Number(targetId) },
       database: database.trim() || null,
       verify,
+      capture,
       started_by: startedBy.trim() || null,
     };
     create.mutate(body, { onSuccess: (job) => void navigate(`/jobs/${String(job.id)}`) });
@@ -314,6 +332,21 @@ export function LaunchPage() {
           </Field>
           <Field label="Started by" hint="Shown in the job list; remembered in this browser." error={fieldError("started_by")}>
             {(props) => <input {...props} value={startedBy} onChange={(event) => setStartedBy(event.target.value)} placeholder="your name" />}
+          </Field>
+          <Field
+            label="IO capture (for the timeline)"
+            hint="Records every read, write and fsync of every server thread. An explicit choice that cannot run here fails the job."
+            error={fieldError("capture")}
+          >
+            {(props) => (
+              <select {...props} value={capture} onChange={(event) => setCapture(event.target.value as Capture)}>
+                {CAPTURES.map((c) => (
+                  <option key={c.value} value={c.value}>
+                    {c.label}
+                  </option>
+                ))}
+              </select>
+            )}
           </Field>
           <div className="field">
             <span className="label">Verification</span>

@@ -1,3 +1,382 @@
+import { useQuery } from "@tanstack/react-query";
+import { useEffect, useMemo, useRef, useState } from "react";
+import { Link, useParams, useSearchParams } from "react-router-dom";
+
+import { ApiError } from "../api/errors";
+import { Empty, ErrorMessage, Loading, StatusBadge } from "../components/common";
+import { useTheme } from "../components/theme";
+import { AXIS_HEIGHT, Axis } from "../components/timeline/Axis";
+import { Counters } from "../components/timeline/Counters";
+import { Lanes } from "../components/timeline/Lanes";
+import { Overview } from "../components/timeline/Overview";
+import { readPalette } from "../components/timeline/palette";
+import { KindTable, StatsPanels } from "../components/timeline/StatsPanels";
+import { useWidth } from "../components/timeline/useWidth";
+import { jobQuery } from "../queries/jobs";
+import { type TraceSummary, perfettoUrl, traceQuery, traceStatsQuery, traceWindowQuery } from "../queries/traces";
+import { formatCount, formatDuration } from "../timeline/format";
+import { KINDS, type Kind } from "../timeline/kinds";
+import { LANE_SORTS, type LaneSort, filterLanes, foldIdle, sortLanes } from "../timeline/lanes";
+import { type TimelineView, parseView, viewToParams } from "../timeline/url";
+import { type Bounds, type TimeWindow, clampWindow, panByFraction, toApiWindow, zoomAround } from "../timeline/viewport";
+
+/** A value that follows `value` once it has stopped changing for `ms`: zooming does not flood the API. */
+function useSettled<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = window.setTimeout(() => setSettled(value), ms);
+    return () => window.clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
+function isTyping(target: EventTarget | null): boolean {
+  return target instanceof HTMLElement && (["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName) || target.isContentEditable);
+}
+
+function boundsOf(summary: TraceSummary): Bounds | null {
+  if (summary.t_min_us === null || summary.t_max_us === null) return null;
+  return { min: summary.t_min_us, max: Math.max(summary.t_max_us, summary.t_min_us + 1) };
+}
+
+function CaptureFacts({ summary }: { summary: TraceSummary }) {
+  const duration = summary.t_min_us !== null && summary.t_max_us !== null ? summary.t_max_us - summary.t_min_us : null;
+  return (
+    <span className="sub">
+      {summary.source === "import" ? "imported" : "captured"} with {summary.backend}
+      {summary.aio_mode ? ` · AIO ${summary.aio_mode}` : ""} · {formatCount(summary.operations)} operations on {summary.lanes.length} threads
+      {duration !== null ? ` over ${formatDuration(duration)}` : ""}
+      {summary.malformed_lines > 0 ? ` · ${formatCount(summary.malformed_lines)} lines not understood` : ""}
+    </span>
+  );
+}
+
+function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) {
+  const [params, setParams] = useSearchParams();
+  const initial = useMemo(() => parseView(params), []); // eslint-disable-line react-hooks/exhaustive-deps -- read once; the page owns the view after
+  const [theme] = useTheme();
+  const palette = useMemo(() => readPalette(theme), [theme]);
+  const bounds = boundsOf(summary);
+  const live = summary.status === "recording";
+
+  const [zoomed, setZoomed] = useState<TimeWindow | null>(initial.window);
+  const [selection, setSelection] = useState<TimeWindow | null>(initial.selection);
+  const [roles, setRoles] = useState<string[]>(initial.roles);
+  const [kinds, setKinds] = useState<Kind[]>(initial.kinds);
+  const [path, setPath] = useState(initial.path);
+  const [sort, setSort] = useState<LaneSort>(initial.sort);
+  const [collapsed, setCollapsed] = useState<number[]>(initial.collapsed);
+  const [showIdle, setShowIdle] = useState(initial.showIdle);
+  const [selectionMode, setSelectionMode] = useState(false);
+  const pointerTime = useRef<number | null>(null);
+
+  const cell = useRef<HTMLDivElement>(null);
+  const width = useWidth(cell);
+
+  // No zoom yet means "the whole trace", which keeps growing while the job records.
+  const view: TimeWindow | null = bounds === null ? null : clampWindow(zoomed ?? { t0: bounds.min, t1: bounds.max }, bounds);
+
+  // The view in the URL, written once the user pauses.
+  const state: TimelineView = { window: zoomed, selection, roles, kinds, path, sort, collapsed, showIdle };
+  const settledState = useSettled(state, 300);
+  const settledQuery = viewToParams(settledState).toString();
+  useEffect(() => {
+    if (settledQuery !== params.toString()) setParams(new URLSearchParams(settledQuery), { replace: true });
+  }, [settledQuery]); // eslint-disable-line react-hooks/exhaustive-deps -- only our own changes write the URL
+
+  const settledPath = useSettled(path, 300);
+  const filter = {
+    kinds: kinds.length > 0 ? kinds.join(",") : undefined,
+    roles: roles.length > 0 ? roles.join(",") : undefined,
+    path: settledPath || undefined,
+  };
+  const settledView = useSettled(view, 80);
+  const windowData = useQuery(
+    traceWindowQuery(
+      jobId,
+      { ...toApiWindow(settledView ?? { t0: 0, t1: 1 }), width_px: Math.max(width, 1), ...filter },
+      live,
+      settledView !== null && width > 0,
+    ),
+  );
+  const overviewData = useQuery(
+    traceWindowQuery(
+      jobId,
+      { ...toApiWindow(bounds ? { t0: bounds.min, t1: bounds.max } : { t0: 0, t1: 1 }), width_px: Math.max(width, 1), ...filter },
+      live,
+      bounds !== null && width > 0,
+    ),
+  );
+  const stats = useQuery(
+    traceStatsQuery(jobId, { ...(selection ? toApiWindow(selection) : {}), kinds: filter.kinds, path: filter.path }, live),
+  );
+
+  // Lanes: filtered by role, sorted, idle ones folded.
+  const allRoles = useMemo(() => [...new Set(summary.lanes.map((l) => l.role))].sort(), [summary.lanes]);
+  const { shown, folded } = foldIdle(sortLanes(filterLanes(summary.lanes, roles), sort), showIdle);
+  const collapsedSet = useMemo(() => new Set(collapsed), [collapsed]);
+  const hasSpans = (windowData.data?.lanes ?? []).some((l) => l.spans.length > 0);
+
+  // Keyboard as in Perfetto: W/S zoom (around the mouse when it is over the lanes), A/D pan.
+  const viewRef = useRef(view);
+  useEffect(() => {
+    viewRef.current = view;
+  });
+  useEffect(() => {
+    if (bounds === null) return;
+    const onKey = (event: KeyboardEvent): void => {
+      if (isTyping(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+      const current = viewRef.current;
+      if (current === null) return;
+      const anchor = pointerTime.current ?? (current.t0 + current.t1) / 2;
+      const key = event.key.toLowerCase();
+      if (key === "w") setZoomed(zoomAround(current, anchor, 1.25, bounds));
+      else if (key === "s") setZoomed(zoomAround(current, anchor, 1 / 1.25, bounds));
+      else if (key === "a") setZoomed(panByFraction(current, -0.15, bounds));
+      else if (key === "d") setZoomed(panByFraction(current, 0.15, bounds));
+      else if (key === "escape") setSelection(null);
+      else return;
+      event.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [bounds?.min, bounds?.max]); // eslint-disable-line react-hooks/exhaustive-deps -- bounds by value
+
+  const toggle = <T,>(list: T[], item: T): T[] => (list.includes(item) ? list.filter((x) => x !== item) : [...list, item]);
+
+  if (bounds === null || view === null) {
+    return (
+      <Empty title={live ? "Recording: no operation captured yet" : "This trace holds no operation"}>
+        {live ? "The timeline appears as soon as the first operations arrive." : "Nothing was recorded for this job."}
+      </Empty>
+    );
+  }
+
+  const selectionLabel = selection ? `selected range ${formatDuration(selection.t0 - bounds.min)} – ${formatDuration(selection.t1 - bounds.min)}` : "whole trace";
+
+  return (
+    <>
+      <div className="timeline-toolbar">
+        <div className="legend" aria-label="Operation kinds">
+          {KINDS.map((kind) => {
+            const on = kinds.length === 0 || kinds.includes(kind);
+            return (
+              <button
+                key={kind}
+                className="kind"
+                aria-pressed={on}
+                title={`${on ? "Hide" : "Show"} ${kind} operations (${formatCount(summary.kinds[kind] ?? 0)} in the trace)`}
+                onClick={() => {
+                  const base = kinds.length === 0 ? [...KINDS] : kinds;
+                  const next = toggle(base, kind);
+                  setKinds(next.length === KINDS.length || next.length === 0 ? [] : next);
+                }}
+              >
+                <span className="swatch" style={{ background: palette.kinds[kind] }} />
+                {kind}
+              </button>
+            );
+          })}
+        </div>
+        <span className="sub">|</span>
+        <select aria-label="Sort lanes" value={sort} onChange={(event) => setSort(event.target.value as LaneSort)}>
+          {LANE_SORTS.map((s) => (
+            <option key={s} value={s}>
+              sort by {s === "tid" ? "thread id" : s}
+            </option>
+          ))}
+        </select>
+        <input aria-label="Filter by file" placeholder="file path contains…" value={path} onChange={(event) => setPath(event.target.value)} style={{ width: 180 }} />
+        <button className="toggle small" aria-pressed={selectionMode} onClick={() => setSelectionMode(!selectionMode)} title="Drag on the lanes to select a time range (or hold Shift while dragging)">
+          Select range
+        </button>
+        <button className="small" onClick={() => setZoomed(null)} disabled={zoomed === null}>
+          Whole trace
+        </button>
+        <span className="spacer" style={{ flex: 1 }} />
+        <span className="hint-keys">
+          <kbd>W</kbd>/<kbd>S</kbd> zoom · <kbd>A</kbd>/<kbd>D</kbd> pan · wheel zooms · drag pans · <kbd>Shift</kbd>+drag selects
+        </span>
+      </div>
+      {allRoles.length > 1 && (
+        <div className="filters" style={{ marginBottom: 8 }} aria-label="Roles">
+          <span className="sub">Threads</span>
+          {allRoles.map((role) => (
+            <button key={role} className="toggle small" aria-pressed={roles.includes(role)} onClick={() => setRoles(toggle(roles, role))}>
+              {role || "unknown"} ({summary.lanes.filter((l) => l.role === role).length})
+            </button>
+          ))}
+          {roles.length > 0 && (
+            <button className="small" onClick={() => setRoles([])}>
+              all roles
+            </button>
+          )}
+        </div>
+      )}
+      <div className="timeline" data-testid="timeline">
+        <div className="row">
+          <div className="gutter" style={{ padding: "4px 6px" }}>
+            <div className="sub">on screen</div>
+            <strong data-testid="window-span">{formatDuration(view.t1 - view.t0)}</strong>
+            <span className="sub"> of {formatDuration(bounds.max - bounds.min)}</span>
+          </div>
+          <div className="canvas-cell" ref={cell}>
+            <Overview data={overviewData.data} bounds={bounds} window={view} width={width} palette={palette} onWindow={setZoomed} />
+          </div>
+        </div>
+        <div className="row axis-row">
+          <div className="gutter" style={{ height: AXIS_HEIGHT, padding: "4px 6px" }}>
+            {windowData.isFetching && <span className="sub">loading…</span>}
+            {live && <span className="badge recording">live</span>}
+          </div>
+          <div className="canvas-cell">
+            <Axis window={view} width={width} origin={bounds.min} />
+          </div>
+        </div>
+        {windowData.data && windowData.data.counters.length > 0 && (
+          <Counters counters={windowData.data.counters} view={view} width={width} palette={palette} />
+        )}
+        {windowData.isError && <ErrorMessage error={windowData.error} title="Could not read this window of the trace" />}
+        {shown.length === 0 ? (
+          <Empty title="No thread to show">
+            {roles.length > 0 ? "No thread has the roles picked above." : "Every thread was idle."}
+            {folded.length > 0 && " "}
+          </Empty>
+        ) : (
+          <Lanes
+            lanes={shown}
+            data={windowData.data}
+            window={view}
+            bounds={bounds}
+            width={width}
+            origin={bounds.min}
+            palette={palette}
+            collapsed={collapsedSet}
+            hasSpans={hasSpans}
+            selection={selection}
+            selectionMode={selectionMode}
+            onToggleCollapse={(tid) => setCollapsed(toggle(collapsed, tid))}
+            onWindow={setZoomed}
+            onSelection={setSelection}
+            onPointerTime={(t) => {
+              pointerTime.current = t;
+            }}
+          />
+        )}
+        {(folded.length > 0 || showIdle) && (
+          <div className="folded-row">
+            {showIdle ? (
+              <button className="small" onClick={() => setShowIdle(false)}>
+                Fold idle threads
+              </button>
+            ) : (
+              <>
+                {folded.length} idle thread{folded.length === 1 ? "" : "s"} folded{" "}
+                <button className="small" onClick={() => setShowIdle(true)}>
+                  Show them
+                </button>
+              </>
+            )}
+          </div>
+        )}
+      </div>
+      {selection !== null && (
+        <div className="panel selection-stats" data-testid="selection-stats" style={{ marginTop: 12 }}>
+          <div className="page-head" style={{ marginBottom: 8 }}>
+            <h2 style={{ margin: 0 }}>Selected range</h2>
+            <span className="sub">
+              {formatDuration(selection.t0 - bounds.min)} – {formatDuration(selection.t1 - bounds.min)} ({formatDuration(selection.t1 - selection.t0)})
+            </span>
+            <span className="spacer" />
+            <button className="small" onClick={() => setZoomed(clampWindow(selection, bounds))}>
+              Zoom to it
+            </button>
+            <button className="small" onClick={() => setSelection(null)}>
+              Clear
+            </button>
+          </div>
+          {stats.isPending && <Loading what="statistics" />}
+          {stats.isError && <ErrorMessage error={stats.error} title="Could not compute the statistics" />}
+          {stats.data && <KindTable stats={stats.data} palette={palette} label="Selection statistics" />}
+        </div>
+      )}
+      {stats.data && (
+        <>
+          {selection === null && (
+            <div className="panel" style={{ marginTop: 12 }}>
+              <h2>By kind · whole trace</h2>
+              <KindTable stats={stats.data} palette={palette} label="Statistics by kind" />
+            </div>
+          )}
+          <StatsPanels stats={stats.data} palette={palette} scope={selectionLabel} />
+        </>
+      )}
+    </>
+  );
+}
+
 export function TimelinePage() {
-  return <div>timeline</div>;
+  const jobId = Number(useParams().jobId);
+  const job = useQuery(jobQuery(jobId));
+  const trace = useQuery(traceQuery(jobId));
+
+  const header = (
+    <div className="page-head">
+      <h1>IO timeline · job #{jobId}</h1>
+      {job.data && <StatusBadge status={job.data.status} />}
+      {trace.data && <CaptureFacts summary={trace.data} />}
+      <span className="spacer" />
+      <Link className="button" to={`/jobs/${String(jobId)}`}>
+        Job details
+      </Link>
+      {trace.data && (
+        <a className="button" href={perfettoUrl(jobId)} download title="Chrome trace-event JSON: open ui.perfetto.dev and drop the file on it">
+          Open in Perfetto ⤓
+        </a>
+      )}
+    </div>
+  );
+
+  if (!Number.isSafeInteger(jobId)) return <Empty title="That is not a job number" />;
+  if (trace.isPending) {
+    return (
+      <>
+        {header}
+        <Loading what="the trace" />
+      </>
+    );
+  }
+  if (trace.isError) {
+    const missing = trace.error instanceof ApiError && trace.error.status === 404;
+    return (
+      <>
+        {header}
+        {missing ? (
+          <Empty title="This job has no IO trace">
+            {trace.error.message} Restores record one unless launched with capture “none”; you can also{" "}
+            <Link to="/import">import a JuiceFS or strace log</Link>.
+          </Empty>
+        ) : (
+          <ErrorMessage error={trace.error} title="Could not read the trace" />
+        )}
+      </>
+    );
+  }
+  return (
+    <>
+      {header}
+      {trace.data.fallback_reason && (
+        <div className="message warn">
+          <strong>Capture fell back</strong>
+          {trace.data.fallback_reason}
+        </div>
+      )}
+      {trace.data.visibility && <div className="message info">{trace.data.visibility}</div>}
+      <p className="sub" style={{ marginTop: -4 }}>
+        Open in Perfetto downloads the trace as Chrome trace-event JSON: open <a href="https://ui.perfetto.dev" target="_blank" rel="noreferrer">ui.perfetto.dev</a> and
+        drop the file on it (or use “Open trace file”).
+      </p>
+      <Timeline jobId={jobId} summary={trace.data} />
+    </>
+  );
 }

@@ -5,27 +5,12 @@
 
 import { keepPreviousData, queryOptions, useMutation, useQueryClient } from "@tanstack/react-query";
 
+import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
 import { keys } from "./keys";
-import type { ImportResult, TraceStats, TraceSummary, TraceWindow } from "./traceTypes";
+import type { ImportResult } from "./traceTypes";
 
 export type * from "./traceTypes";
-
-async function getJson<T>(url: string): Promise<T> {
-  const response = await fetch(url);
-  const body: unknown = await response.json().catch(() => null);
-  if (!response.ok) throw ApiError.from(response.status, body);
-  return body as T;
-}
-
-function query(params: Record<string, string | number | undefined>): string {
-  const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) {
-    if (value !== undefined && value !== "") search.set(name, String(value));
-  }
-  const text = search.toString();
-  return text ? `?${text}` : "";
-}
 
 const base = (jobId: number): string => `/api/v1/jobs/${String(jobId)}/trace`;
 
@@ -33,7 +18,7 @@ const base = (jobId: number): string => `/api/v1/jobs/${String(jobId)}/trace`;
 export function traceQuery(jobId: number) {
   return queryOptions({
     queryKey: keys.trace(jobId),
-    queryFn: () => getJson<TraceSummary>(base(jobId)),
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/trace", { params: { path: { job_id: jobId } } })),
     refetchInterval: (q) => (q.state.data?.status === "recording" ? 2_000 : false),
     retry: (count, error) => !(error instanceof ApiError && error.status === 404) && count < 2,
   });
@@ -52,19 +37,16 @@ export interface WindowParams extends TraceFilter {
   width_px: number;
 }
 
-export function traceWindowQuery(jobId: number, params: WindowParams, live: boolean) {
+export function traceWindowQuery(jobId: number, params: WindowParams, live: boolean, enabled = true) {
   return queryOptions({
     queryKey: keys.traceWindow(jobId, params),
     queryFn: ({ signal }) =>
-      fetch(`${base(jobId)}/window${query({ ...params })}`, { signal }).then(async (response) => {
-        const body: unknown = await response.json().catch(() => null);
-        if (!response.ok) throw ApiError.from(response.status, body);
-        return body as TraceWindow;
-      }),
+      unwrap(api.GET("/api/v1/jobs/{job_id}/trace/window", { params: { path: { job_id: jobId }, query: params }, signal })),
     // While zooming, keep drawing the last window until the new one arrives instead of blanking the lanes.
     placeholderData: keepPreviousData,
     refetchInterval: live ? 2_000 : false,
     staleTime: live ? 0 : 60_000,
+    enabled,
   });
 }
 
@@ -76,7 +58,7 @@ export interface StatsParams extends TraceFilter {
 export function traceStatsQuery(jobId: number, params: StatsParams, live: boolean) {
   return queryOptions({
     queryKey: keys.traceStats(jobId, params),
-    queryFn: () => getJson<TraceStats>(`${base(jobId)}/stats${query({ ...params })}`),
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/trace/stats", { params: { path: { job_id: jobId }, query: params } })),
     placeholderData: keepPreviousData,
     refetchInterval: live ? 3_000 : false,
     staleTime: live ? 0 : 60_000,

@@ -151,7 +151,11 @@ export function spanSegments(
 }
 
 /** Counter points thinned to at most two per pixel column (min and max), for the counter tracks. */
-export function thinPoints(points: readonly (readonly [number, number])[], view: TimeWindow, widthPx: number): [number, number][] {
+export function thinPoints(
+  points: readonly (readonly number[])[],
+  view: TimeWindow,
+  widthPx: number,
+): [number, number][] {
   const out: [number, number][] = [];
   let column = Number.NaN;
   let low: [number, number] | null = null;
@@ -162,7 +166,10 @@ export function thinPoints(points: readonly (readonly [number, number])[], view:
     else if (low[0] <= high[0]) out.push(low, high);
     else out.push(high, low);
   };
-  for (const [t, value] of points) {
+  for (const point of points) {
+    const t = point[0];
+    const value = point[1];
+    if (t === undefined || value === undefined) continue;
     const x = timeToX(t, view, widthPx);
     const c = Math.floor(x);
     if (c !== column) {

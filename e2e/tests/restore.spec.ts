@@ -1,0 +1,46 @@
+import { expect, test } from "./fixtures";
+
+test.describe.configure({ mode: "serial" });
+
+test("a bad server setting is shown next to its field", async ({ page, saveScreenshot }) => {
+  await page.goto("/launch");
+  await page.getByRole("radio", { name: "demo/shop.sql.gz" }).check();
+  await page.getByText("Server settings on top of the preset").click();
+  await page.getByLabel("innodb_buffer_pool_size").fill("lots");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "should match pattern" }).first()).toBeVisible();
+  // The message sits under the field it is about.
+  const field = page.locator(".field", { has: page.getByLabel("innodb_buffer_pool_size") });
+  await expect(field.locator(".field-error")).toContainText("should match pattern");
+  await saveScreenshot(page, "launch-field-error");
+});
+
+test("a user restores the demo backup and watches it reach 100 %", async ({ page, saveScreenshot }) => {
+  await page.goto("/");
+  await page.getByRole("link", { name: "New restore" }).first().click();
+  await expect(page.getByRole("table", { name: "Backups" })).toContainText("demo/shop.sql.gz");
+  // A dump without a mysqldump header cannot be chosen, and the page says why.
+  await page.getByRole("radio", { name: "demo/shop.sql.gz" }).check();
+  await page.getByLabel("Preset").selectOption("fast-restore");
+  await expect(page.getByText("Settings for bulk loading")).toBeVisible();
+  await page.getByLabel("Started by").fill("e2e dba");
+  await saveScreenshot(page, "launch");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+
+  await expect(page).toHaveURL(/\/jobs\/\d+$/);
+  await expect(page.getByRole("heading", { name: /Restore #\d+/ })).toBeVisible();
+  await expect(page.getByTestId("percent")).toHaveText("100 %", { timeout: 90_000 });
+  await expect(page.locator(".badge.succeeded").first()).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByRole("table", { name: "Verification" })).toContainText("shop.customers");
+  await expect(page.getByText(/All \d+ checks passed/)).toBeVisible();
+  await expect(page.getByRole("table", { name: "Server variables" })).toContainText("innodb_buffer_pool_size");
+  await expect(page.getByLabel("Job log")).toContainText("restor");
+  await saveScreenshot(page, "run");
+
+  await page.getByRole("link", { name: "Jobs" }).first().click();
+  const row = page.locator("tbody tr").first();
+  await expect(row).toContainText("succeeded");
+  await expect(row).toContainText("sandbox · fast-restore");
+  await expect(row).toContainText("e2e dba");
+  await saveScreenshot(page, "jobs");
+});

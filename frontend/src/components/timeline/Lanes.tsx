@@ -1,0 +1,313 @@
+import { useEffect, useMemo, useRef, useState } from "react";
+
+import type { TraceLane, TraceWindow, WindowLane, WindowOperation } from "../../queries/traces";
+import { formatBytes, formatDuration, formatOffset, formatPercent } from "../../timeline/format";
+import { barAt, laneAt } from "../../timeline/hit";
+import { stateColor } from "../../timeline/kinds";
+import { type LaneBox, laneLabel, layoutLanes } from "../../timeline/lanes";
+import { type Bar, bucketBars, operationBars, spanSegments } from "../../timeline/lod";
+import { timeTicks } from "../../timeline/ticks";
+import {
+  type Bounds,
+  type TimeWindow,
+  panByPixels,
+  rangeFromPixels,
+  timeToX,
+  wheelZoomFactor,
+  xToTime,
+  zoomAround,
+} from "../../timeline/viewport";
+import { type Palette, prepareCanvas } from "./palette";
+
+interface Hover {
+  tid: number;
+  bar: Bar;
+  lane: WindowLane | undefined;
+  clientX: number;
+  clientY: number;
+}
+
+interface Drag {
+  mode: "pan" | "select";
+  startX: number;
+  startWindow: TimeWindow;
+  moved: boolean;
+}
+
+export interface LanesProps {
+  lanes: TraceLane[];
+  data: TraceWindow | undefined;
+  window: TimeWindow;
+  bounds: Bounds;
+  width: number;
+  origin: number;
+  palette: Palette;
+  collapsed: ReadonlySet<number>;
+  hasSpans: boolean;
+  selection: TimeWindow | null;
+  selectionMode: boolean;
+  onToggleCollapse: (tid: number) => void;
+  onWindow: (window: TimeWindow) => void;
+  onSelection: (selection: TimeWindow | null) => void;
+  onPointerTime: (t: number | null) => void;
+}
+
+/** Bars of one lane for the window on screen, merged to at most one per pixel column. */
+function laneBars(lane: WindowLane | undefined, data: TraceWindow | undefined, view: TimeWindow, width: number): Bar[] {
+  if (lane === undefined || data === undefined) return [];
+  return lane.detail === "operations"
+    ? operationBars(lane.operations, view, width)
+    : bucketBars(lane.buckets, data.t0_us, data.bucket_us, view, width);
+}
+
+function OperationFacts({ op, origin }: { op: WindowOperation; origin: number }) {
+  return (
+    <dl className="facts">
+      <dt>File</dt>
+      <dd className="mono">{op.path ?? "–"}</dd>
+      <dt>Offset</dt>
+      <dd>{formatOffset(op.offset)}</dd>
+      <dt>Size</dt>
+      <dd>{op.size === null ? "–" : formatBytes(op.size)}</dd>
+      <dt>Latency</dt>
+      <dd>{formatDuration(op.duration_us)}</dd>
+      <dt>At</dt>
+      <dd>{formatDuration(op.start_us - origin)} into the trace</dd>
+      <dt>Result</dt>
+      <dd className="mono">{op.result}</dd>
+    </dl>
+  );
+}
+
+function Tooltip({ hover, lanes, palette, origin, view, width }: { hover: Hover; lanes: TraceLane[]; palette: Palette; origin: number; view: TimeWindow; width: number }) {
+  const info = lanes.find((l) => l.tid === hover.tid);
+  const op = hover.lane?.detail === "operations" && hover.bar.count === 1 ? hover.lane.operations[hover.bar.first] : undefined;
+  const t0 = xToTime(hover.bar.x, view, width);
+  const t1 = xToTime(hover.bar.x + hover.bar.w, view, width);
+  const left = Math.min(hover.clientX + 14, window.innerWidth - 440);
+  const top = Math.min(hover.clientY + 14, window.innerHeight - 200);
+  return (
+    <div className="tooltip" role="tooltip" data-testid="tooltip" style={{ left, top }}>
+      <div className="title">
+        <span className="swatch" style={{ background: palette.kinds[hover.bar.kind], width: 10, height: 10, display: "inline-block", borderRadius: 2 }} />
+        {op ? `${op.op} (${op.kind})` : `${String(hover.bar.count)} operations, mostly ${hover.bar.kind}`}
+      </div>
+      {op ? (
+        <OperationFacts op={op} origin={origin} />
+      ) : (
+        <dl className="facts">
+          <dt>Span</dt>
+          <dd>
+            {formatDuration(t0 - origin)} – {formatDuration(t1 - origin)}
+          </dd>
+          <dt>Busy</dt>
+          <dd>{formatPercent(hover.bar.busy * 100)} of the time</dd>
+          <dt>Bytes</dt>
+          <dd>{formatBytes(hover.bar.bytes)}</dd>
+          <dt />
+          <dd className="sub">Zoom in (wheel or W) to see each operation.</dd>
+        </dl>
+      )}
+      <div className="sub" style={{ marginTop: 4 }}>
+        thread {hover.tid}
+        {info ? ` · ${laneLabel(info)}` : ""}
+      </div>
+    </div>
+  );
+}
+
+/** The swimlanes: one canvas for all lanes, labels in a gutter, zoom/pan/select with the mouse. */
+export function Lanes(props: LanesProps) {
+  const { lanes, data, window: view, width, origin, palette, collapsed, hasSpans, selection } = props;
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [hover, setHover] = useState<Hover | null>(null);
+  const drag = useRef<Drag | null>(null);
+  const [panning, setPanning] = useState(false);
+  const latest = useRef(props);
+
+  useEffect(() => {
+    latest.current = props;
+  });
+
+  const { boxes, height } = useMemo(
+    () =>
+      layoutLanes(
+        lanes.map((l) => l.tid),
+        collapsed,
+        { barPx: 18, bandPx: hasSpans ? 4 : 0, collapsedPx: 6, gapPx: 6 },
+      ),
+    [lanes, collapsed, hasSpans],
+  );
+  const windowLanes = useMemo(() => new Map((data?.lanes ?? []).map((lane) => [lane.tid, lane])), [data]);
+  const bars = useMemo(() => {
+    const result = new Map<number, Bar[]>();
+    for (const lane of lanes) result.set(lane.tid, laneBars(windowLanes.get(lane.tid), data, view, width));
+    return result;
+  }, [lanes, windowLanes, data, view, width]);
+
+  // Draw.
+  useEffect(() => {
+    const element = canvas.current;
+    if (element === null || width <= 0) return;
+    const context = prepareCanvas(element, width, Math.max(height, 1));
+    if (context === null) return;
+    boxes.forEach((box, index) => {
+      if (index % 2 === 1) {
+        context.fillStyle = palette.stripe;
+        context.fillRect(0, box.y - 3, width, box.height + 6);
+      }
+    });
+    context.strokeStyle = palette.grid;
+    context.lineWidth = 1;
+    for (const tick of timeTicks(view, width, origin).ticks) {
+      const x = Math.round(tick.x) + 0.5;
+      context.beginPath();
+      context.moveTo(x, 0);
+      context.lineTo(x, height);
+      context.stroke();
+    }
+    for (const box of boxes) {
+      for (const bar of bars.get(box.tid) ?? []) {
+        context.globalAlpha = 0.3 + 0.7 * bar.busy;
+        context.fillStyle = palette.kinds[bar.kind];
+        context.fillRect(bar.x, box.barY, Math.max(bar.w, 1), box.barHeight);
+      }
+      context.globalAlpha = 1;
+      if (box.bandHeight > 0) {
+        const lane = windowLanes.get(box.tid);
+        for (const segment of spanSegments(lane?.spans ?? [], view, width)) {
+          context.fillStyle = stateColor(segment.label, palette.theme);
+          context.fillRect(segment.x, box.bandY, segment.w, box.bandHeight);
+        }
+      }
+    }
+    if (selection !== null) {
+      const x0 = timeToX(selection.t0, view, width);
+      const x1 = timeToX(selection.t1, view, width);
+      context.fillStyle = palette.selection;
+      context.fillRect(x0, 0, x1 - x0, height);
+      context.strokeStyle = palette.accent;
+      context.strokeRect(Math.round(x0) + 0.5, 0.5, Math.max(Math.round(x1 - x0) - 1, 0), height - 1);
+    }
+    if (hover !== null) {
+      const box = boxes.find((b) => b.tid === hover.tid);
+      if (box !== undefined) {
+        context.strokeStyle = palette.text;
+        context.lineWidth = 1.5;
+        context.strokeRect(hover.bar.x - 1, box.barY - 1, Math.max(hover.bar.w, 1) + 2, box.barHeight + 2);
+      }
+    }
+  }, [boxes, bars, height, width, view, origin, palette, windowLanes, selection, hover]);
+
+  // Wheel zoom needs a non-passive listener, which React's onWheel is not.
+  useEffect(() => {
+    const element = canvas.current;
+    if (element === null) return;
+    const onWheel = (event: WheelEvent): void => {
+      const { window: current, bounds, width: w, onWindow } = latest.current;
+      const x = event.offsetX;
+      const horizontal = Math.abs(event.deltaX) > Math.abs(event.deltaY) || event.shiftKey;
+      if (horizontal && !event.ctrlKey) {
+        event.preventDefault();
+        onWindow(panByPixels(current, -(event.shiftKey ? event.deltaY : event.deltaX), w, bounds));
+        return;
+      }
+      event.preventDefault();
+      onWindow(zoomAround(current, xToTime(x, current, w), wheelZoomFactor(event.deltaY, event.deltaMode, event.ctrlKey), bounds));
+    };
+    element.addEventListener("wheel", onWheel, { passive: false });
+    return () => element.removeEventListener("wheel", onWheel);
+  }, []);
+
+  const hoverAt = (clientX: number, clientY: number, x: number, y: number): void => {
+    const box: LaneBox | null = laneAt(boxes, y);
+    if (box === null) {
+      setHover(null);
+      return;
+    }
+    const laneBarsList = bars.get(box.tid) ?? [];
+    const index = barAt(laneBarsList, x);
+    const bar = laneBarsList[index];
+    setHover(bar === undefined ? null : { tid: box.tid, bar, lane: windowLanes.get(box.tid), clientX, clientY });
+  };
+
+  return (
+    <div className="lanes-scroll" data-testid="lanes">
+      <div className="row">
+        <div className="gutter lane-labels" style={{ height }}>
+          {boxes.map((box) => {
+            const lane = lanes.find((l) => l.tid === box.tid);
+            if (lane === undefined) return null;
+            const isCollapsed = collapsed.has(box.tid);
+            return (
+              <div
+                key={box.tid}
+                className="lane-label"
+                data-testid="lane-label"
+                style={{ top: box.y - 2, height: box.height + 4 }}
+                title={`${laneLabel(lane)} — thread ${String(lane.tid)}${lane.process ? `, ${lane.process}` : ""}${lane.pid !== null ? ` (pid ${String(lane.pid)})` : ""}, ${String(lane.operations)} operations, busy ${formatDuration(lane.busy_us)}`}
+              >
+                <button
+                  aria-label={`${isCollapsed ? "Expand" : "Collapse"} ${laneLabel(lane)} ${String(lane.tid)}`}
+                  aria-expanded={!isCollapsed}
+                  onClick={() => props.onToggleCollapse(box.tid)}
+                >
+                  {isCollapsed ? "▶" : "▼"}
+                </button>
+                {!isCollapsed && <span className="name">{laneLabel(lane)}</span>}
+                {isCollapsed && <span className="name sub" style={{ fontSize: 10 }}>{laneLabel(lane)}</span>}
+                <span className="tid">{lane.tid}</span>
+              </div>
+            );
+          })}
+        </div>
+        <div className="canvas-cell">
+          <canvas
+            ref={canvas}
+            data-testid="lanes-canvas"
+            style={{ cursor: props.selectionMode ? "crosshair" : panning ? "grabbing" : "grab", touchAction: "none" }}
+            onPointerDown={(event) => {
+              if (event.button !== 0) return;
+              event.currentTarget.setPointerCapture(event.pointerId);
+              drag.current = {
+                mode: event.shiftKey || props.selectionMode ? "select" : "pan",
+                startX: event.nativeEvent.offsetX,
+                startWindow: view,
+                moved: false,
+              };
+              setPanning(drag.current.mode === "pan");
+              setHover(null);
+            }}
+            onPointerMove={(event) => {
+              const x = event.nativeEvent.offsetX;
+              const y = event.nativeEvent.offsetY;
+              props.onPointerTime(xToTime(x, view, width));
+              const current = drag.current;
+              if (current === null) {
+                hoverAt(event.clientX, event.clientY, x, y);
+                return;
+              }
+              if (Math.abs(x - current.startX) >= 3) current.moved = true;
+              if (!current.moved) return;
+              if (current.mode === "pan") props.onWindow(panByPixels(current.startWindow, x - current.startX, width, props.bounds));
+              else props.onSelection(rangeFromPixels(current.startX, x, current.startWindow, width));
+            }}
+            onPointerUp={(event) => {
+              const current = drag.current;
+              drag.current = null;
+              setPanning(false);
+              event.currentTarget.releasePointerCapture(event.pointerId);
+              // A click without a drag in selection mode clears the selection.
+              if (current !== null && !current.moved && current.mode === "select") props.onSelection(null);
+            }}
+            onPointerLeave={() => {
+              setHover(null);
+              props.onPointerTime(null);
+            }}
+          />
+        </div>
+      </div>
+      {hover !== null && <Tooltip hover={hover} lanes={lanes} palette={palette} origin={origin} view={view} width={width} />}
+    </div>
+  );
+}
