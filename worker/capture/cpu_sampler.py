@@ -15,7 +15,7 @@ round it was seen. A tid the kernel reused for a new thread is told apart by its
 Reading is split from deciding: `ProcReader` does the IO; `ThreadTracker` and `SpanMerger` are pure.
 Cost matters at 50 rounds a second: the reader keeps the /proc files open and rereads them with pread (a
 fifth of the cost of open/read/close), and skips the stat file of a thread whose schedstat has not moved.
-`SamplerProcess` (`python -m worker.capture.cpu_sampler`) runs the rounds as a process of its own.
+`SamplerProcess` (started through `main()`) runs the rounds as a process of its own.
 """
 
 from __future__ import annotations
@@ -413,7 +413,7 @@ class ProcReader:
 
 
 # --- the sampler process ----------------------------------------------------------------------------
-# `python -m worker.capture.cpu_sampler` runs the rounds in a process of its own (worker.capture.sampling
+# `main()` runs the rounds in a process of its own (worker.capture.sampling
 # says why and starts it). Commands come on stdin, one a line: "pids 12,34" (the processes to watch from
 # now on) and "stop"; end of input stops too. Out on stdout, about once a second, a JSON line (a batch):
 #   {"spans": [[tid, start_us, duration_us, label], ...], "counters": [[track, t_us, value, unit], ...],
@@ -568,7 +568,3 @@ def main(argv: list[str] | None = None) -> None:
         max_span_us=args.max_span_us,
     )
     SamplerProcess(options, sys.stdout).run()
-
-
-if __name__ == "__main__":
-    main()

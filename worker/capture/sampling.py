@@ -5,7 +5,7 @@
     report.threads  # busy % per thread; report.errors, report.sampler_cpu_s, ...
 
 What runs while the block runs:
-- a small child process (`python -m worker.capture.cpu_sampler`) reads /proc every `interval_s` (default
+- a small child process (worker.capture.cpu_sampler.main) reads /proc every `interval_s` (default
   20 ms): the threads of the watched processes -> "cpu" spans (worker.capture.cpu_sampler), and every
   `machine_interval_s` /proc/stat and /proc/diskstats -> "cpu.*" and "disk.*" counters
   (worker.capture.machine). It is a process, not a thread, because of the GIL: every pread releases and
@@ -53,6 +53,8 @@ PIDS_EVERY_S = 0.1
 # How long stopping waits for a sampler stuck in a call (a hung server) before leaving it behind.
 STOP_TIMEOUT_S = 10.0
 _REPO_ROOT = Path(__file__).resolve().parents[2]
+# Not `-m worker.capture.cpu_sampler`: that runs the module as __main__ and imports it a second time.
+_CHILD_MAIN = "from worker.capture.cpu_sampler import main; main()"
 
 
 @dataclass
@@ -176,7 +178,7 @@ class _CpuRelay:
 
     def _run_child(self) -> None:
         child = subprocess.Popen(
-            [sys.executable, "-m", "worker.capture.cpu_sampler", *self._options.arguments()],
+            [sys.executable, "-c", _CHILD_MAIN, *self._options.arguments()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -18,6 +18,7 @@ metadata lock"; the command, such as "Sleep", when the state is empty) on the la
 serves it. The processlist id maps to that thread through performance_schema.threads (THREAD_OS_ID); with
 performance_schema off, MariaDB's information_schema.PROCESSLIST.TID gives the same; a server with
 neither gets counters only. An observation holds from its round until the next one.
+Thread names (roles) come from worker.capture.lanes.read_server_threads, shared with the lane naming.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pymysql
 
 from app.traces.records import CounterSample, Span
 from worker.capture.cpu_sampler import MAX_SPAN_US, SpanMerger
+from worker.capture.lanes import read_server_threads
 
 if TYPE_CHECKING:  # the runtime class is not generic; only its stubs are
     Connection: TypeAlias = pymysql.connections.Connection[Any]
@@ -186,22 +188,6 @@ class StateSpans:
 # --- talking to the server --------------------------------------------------------------------------
 
 
-def read_server_threads(connection: Connection) -> dict[int, tuple[str, int | None]]:
-    """{os_tid: (performance_schema thread name, processlist id or None)}; empty when performance_schema is off.
-
-    The names ("thread/sql/one_connection", "thread/innodb/page_cleaner_thread") are what tells server
-    threads apart: they all share the comm name "mariadbd".
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT THREAD_OS_ID, NAME, PROCESSLIST_ID FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL"
-        )
-        return {
-            int(tid): (str(name), None if connection_id is None else int(connection_id))
-            for tid, name, connection_id in cursor.fetchall()
-        }
-
-
 _PROCESSLIST_QUERIES: dict[ThreadMapping, str] = {
     "performance_schema": (
         "SELECT p.ID, p.COMMAND, p.STATE, t.THREAD_OS_ID, t.NAME FROM information_schema.PROCESSLIST p"
@@ -276,7 +262,8 @@ class ServerStateSampler:
             has_tid = bool(row and int(row[0]))
         if self.performance_schema:
             self.thread_mapping = "performance_schema"
-            self.server_threads.update(read_server_threads(connection))
+            threads, _client_pids = read_server_threads(connection)
+            self.server_threads.update({tid: (thread.name, thread.processlist_id) for tid, thread in threads.items()})
         else:
             self.thread_mapping = "processlist_tid" if has_tid else "none"
 
