@@ -4,7 +4,8 @@
   (tid, start_us), Arrow IPC uncompressed so readers memory-map it (segment.write_segment), with its
   dictionaries and lane index in ``seg-NNNNNN.dict.json``;
 - ``seg-NNNNNN.lod.arrow``: that segment's level-of-detail pyramid (lod.build_pyramid);
-- ``spans.parquet`` and ``counters.parquet``: all spans / counter samples in one file each.
+- ``spans.parquet`` and ``counters.parquet``: all spans / counter samples in one file each;
+- ``stats.json``: the unfiltered statistics of the whole trace (written last, after meta.json says compacted).
 
 Compaction holds one segment in memory at a time. The operation parts are deleted once the segment
 files exist and meta.json says ``compacted`` (readers that listed them retry, see reader.open_trace_data);
@@ -141,3 +142,20 @@ def remove_parts(directory: Path) -> None:
         for part in iter_parts(directory, kind):
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
+
+
+WHOLE_STATS_FILE: Final = "stats.json"
+
+
+def write_whole_stats(directory: Path) -> None:
+    """Statistics of the whole trace, unfiltered: what the stats panel asks first, answered from a file."""
+    from app.traces.reader import open_trace_data
+    from app.traces.stats import read_stats
+    from app.traces.store import write_json_atomically
+    from app.traces.window import Filters
+
+    data = open_trace_data(directory)
+    if data is None or data.summary.t_min_us is None or data.summary.t_max_us is None:
+        return
+    result = read_stats(data, t0=data.summary.t_min_us, t1=data.summary.t_max_us, filters=Filters())
+    write_json_atomically(directory / WHOLE_STATS_FILE, result)

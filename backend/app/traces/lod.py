@@ -28,8 +28,9 @@ LEVEL_FACTOR: Final = 4
 N_KINDS: Final = len(KINDS)
 # The finest level is chosen so that its non-empty buckets hold about this many operations on average:
 # a pyramid of about 1/OPS_PER_FINE_BUCKET rows per operation.
-OPS_PER_FINE_BUCKET: Final = 16
+OPS_PER_FINE_BUCKET: Final = 4
 MAX_LEVEL: Final = 24  # 4^24 us is 8.9 years
+ZERO_TIME_WEIGHT: Final = 1e-3
 
 
 @dataclass
@@ -45,21 +46,32 @@ class Pieces:
 def cut(starts: Int64s, ends: Int64s, origin: int, width: int, lo: int, hi: int) -> Pieces:
     """Cut [start, end) at multiples of ``width`` from ``origin``, keeping only what is inside [lo, hi).
 
-    A zero-length operation is one piece of length 0 in the bucket where it starts.
+    A zero-length operation is one piece of length 0 in the bucket where it starts. Pieces come in row
+    order; most operations fit in one bucket, so only the others go through the slower repeat.
     """
     s = np.maximum(starts, lo)
     e = np.minimum(ends, hi)
     b0 = (s - origin) // width
     b1 = np.maximum((e - 1 - origin) // width, b0)
     spans = b1 - b0 + 1
+    if not len(spans) or int(spans.max()) == 1:
+        rows = np.arange(len(starts))
+        return Pieces(rows, b0, np.maximum(e - s, 0), np.ones(len(starts), dtype=np.bool_))
     row = np.repeat(np.arange(len(starts)), spans)
     first_of_row = np.cumsum(spans) - spans
     bucket = b0[row] + (np.arange(len(row)) - first_of_row[row])
     piece_start = np.maximum(s[row], origin + bucket * width)
     piece_end = np.minimum(e[row], origin + (bucket + 1) * width)
     first = np.zeros(len(row), dtype=np.bool_)
-    first[first_of_row[spans > 0]] = True
+    first[first_of_row] = True
     return Pieces(row, bucket, np.maximum(piece_end - piece_start, 0), first)
+
+
+def _kind_weights(pieces: Pieces) -> Floats:
+    """Time per piece, plus a thousandth of a microsecond per operation: a bucket of zero-length operations
+    still gets the kind it has most of, and that tiny weight never outvotes real time."""
+    weights: Floats = pieces.length.astype(np.float64) + np.where(pieces.first, ZERO_TIME_WEIGHT, 0.0)
+    return weights
 
 
 def union_intervals(slots: Int64s, starts: Int64s, ends: Int64s) -> tuple[Int64s, Int64s, Int64s]:
@@ -133,7 +145,7 @@ def dense_buckets(
         np.bincount(first_key, weights=nbytes[first_rows], minlength=size).reshape(n_slots, n_buckets).astype(np.int64)
     )
     kind_key = key * N_KINDS + kinds[pieces.row]
-    kind_us = np.bincount(kind_key, weights=pieces.length.astype(np.float64), minlength=size * N_KINDS)
+    kind_us = np.bincount(kind_key, weights=_kind_weights(pieces), minlength=size * N_KINDS)
     out.kind_us = kind_us.astype(np.float64).reshape(n_slots, n_buckets, N_KINDS)
     out.kind_count = (
         np.bincount(kind_key[pieces.first], minlength=size * N_KINDS).reshape(n_slots, n_buckets, N_KINDS)
@@ -206,8 +218,8 @@ def build_level(segment: Segment, k: int) -> Level:
     unique_keys, group = np.unique(keys(segment.tid[pieces.row], pieces.bucket), return_inverse=True)
     n = len(unique_keys)
     kinds = segment.kind[pieces.row].astype(np.int64)
-    kind_us = np.bincount(group * N_KINDS + kinds, weights=pieces.length, minlength=n * N_KINDS)
     first = pieces.first
+    kind_us = np.bincount(group * N_KINDS + kinds, weights=_kind_weights(pieces), minlength=n * N_KINDS)
     kind_count = np.bincount(group[first] * N_KINDS + kinds[first], minlength=n * N_KINDS)
     nbytes = io_bytes(segment.kind, segment.size)
     bytes_ = np.bincount(group[first], weights=nbytes[pieces.row[first]], minlength=n)
@@ -293,43 +305,42 @@ def level_into(
         return
     rows = np.concatenate(ranges)
     slot_of_row = np.concatenate(slots)
-    b_start = np.maximum(level.bucket[rows] * level.width, origin)
-    b_end = np.minimum((level.bucket[rows] + 1) * level.width, hi)
+    bucket = level.bucket[rows]
+    b_start = np.maximum(bucket * level.width, origin)
+    b_end = np.minimum((bucket + 1) * level.width, hi)
     i0 = (b_start - origin) // width
     i1 = np.minimum((b_end - 1 - origin) // width, n_buckets - 1)
     edge = np.minimum(origin + (i0 + 1) * width, b_end)
-    share0 = (edge - b_start) / level.width
-    share1 = (b_end - edge) / level.width
-    kind_us = level.kind_us[rows].astype(np.float64)
-    kind_count = level.kind_count[rows].astype(np.int64)
-    if kinds is None:
-        busy = level.busy_us[rows]
-        count = level.count[rows]
-        nbytes = level.bytes[rows]
-    else:
-        kind_us = kind_us * kinds
-        kind_count = kind_count * kinds
-        busy = kind_us.sum(axis=1)
-        count = kind_count.sum(axis=1)
-        moves_data = bool(kinds[KIND_CODE["read"]] or kinds[KIND_CODE["write"]])
-        nbytes = level.bytes[rows] if moves_data else np.zeros(len(rows), dtype=np.int64)
+    # A level bucket cut by the window's edge brings only the part inside (its sums taken as uniform).
+    # Summed per window bucket with one bincount per column. Counts, bytes and kind times go to the
+    # window bucket where the level bucket starts; busy time is split between the two it overlaps.
     size = out.count.size
     k0 = slot_of_row * n_buckets + i0
-    k1 = slot_of_row * n_buckets + i1
-    shape = out.count.shape
-    out.count += np.bincount(k0, weights=count, minlength=size).reshape(shape).astype(np.int64)
-    out.bytes += np.bincount(k0, weights=nbytes, minlength=size).reshape(shape).astype(np.int64)
-    out.busy_us += (
-        np.bincount(k0, weights=busy * share0, minlength=size) + np.bincount(k1, weights=busy * share1, minlength=size)
-    ).reshape(shape)
-    kind_keys0 = (k0[:, None] * N_KINDS + np.arange(N_KINDS)).reshape(-1)
-    kind_keys1 = (k1[:, None] * N_KINDS + np.arange(N_KINDS)).reshape(-1)
-    out.kind_us += (
-        np.bincount(kind_keys0, weights=(kind_us * share0[:, None]).reshape(-1), minlength=size * N_KINDS)
-        + np.bincount(kind_keys1, weights=(kind_us * share1[:, None]).reshape(-1), minlength=size * N_KINDS)
-    ).reshape(out.kind_us.shape)
-    out.kind_count += (
-        np.bincount(kind_keys0, weights=kind_count.reshape(-1), minlength=size * N_KINDS)
-        .reshape(out.kind_count.shape)
-        .astype(np.int64)
-    )
+    flat_kind_us = out.kind_us.reshape(-1, N_KINDS)
+    if kinds is None:
+        busy = level.busy_us[rows]
+        out.count.reshape(-1)[...] += np.bincount(k0, weights=level.count[rows], minlength=size).astype(np.int64)
+        out.bytes.reshape(-1)[...] += np.bincount(k0, weights=level.bytes[rows], minlength=size).astype(np.int64)
+        for kind in range(N_KINDS):
+            flat_kind_us[:, kind] += np.bincount(k0, weights=level.kind_us[rows, kind], minlength=size)
+    else:
+        busy = np.zeros(len(rows))
+        count = np.zeros(len(rows))
+        flat_kind_count = out.kind_count.reshape(-1, N_KINDS)
+        for kind in np.flatnonzero(kinds).tolist():
+            time_of_kind = level.kind_us[rows, kind].astype(np.float64)
+            count_of_kind = level.kind_count[rows, kind].astype(np.float64)
+            busy += time_of_kind
+            count += count_of_kind
+            flat_kind_us[:, kind] += np.bincount(k0, weights=time_of_kind, minlength=size)
+            flat_kind_count[:, kind] += np.bincount(k0, weights=count_of_kind, minlength=size).astype(np.int64)
+        out.count.reshape(-1)[...] += np.bincount(k0, weights=count, minlength=size).astype(np.int64)
+        if kinds[KIND_CODE["read"]] or kinds[KIND_CODE["write"]]:
+            out.bytes.reshape(-1)[...] += np.bincount(k0, weights=level.bytes[rows], minlength=size).astype(np.int64)
+    flat_busy = out.busy_us.reshape(-1)
+    flat_busy += np.bincount(k0, weights=busy * ((edge - b_start) / level.width), minlength=size)
+    spill = np.flatnonzero(i1 > i0)
+    if len(spill):
+        k1 = slot_of_row[spill] * n_buckets + i1[spill]
+        rest = busy[spill] * ((b_end[spill] - edge[spill]) / level.width)
+        flat_busy += np.bincount(k1, weights=rest, minlength=size)

@@ -1,9 +1,9 @@
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import SessionDep, SettingsDep
@@ -55,9 +55,9 @@ def _check_window(t0_us: int | None, t1_us: int | None) -> None:
 
 
 def _json(value: Any) -> Response:
-    # The window can hold tens of thousands of items: plain json is several times faster than
-    # validating them into models again; the models above still document the shape.
-    return Response(json.dumps(value, separators=(",", ":")), media_type="application/json")
+    # A window can hold a hundred thousand items: encoding the plain result in pydantic-core's Rust
+    # encoder is several times faster than validating it into models first; the models document the shape.
+    return Response(to_json(value), media_type="application/json")
 
 
 @router.get("/jobs/{job_id}/trace", operation_id="traces-read_trace")

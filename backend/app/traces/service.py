@@ -7,6 +7,7 @@ A worker that dies leaves the row "recording": once its job has ended, the trace
 (what was flushed before the crash stays readable).
 """
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -21,6 +22,7 @@ from app.models import Job, JobStatus
 from app.models.base import utcnow
 from app.models.trace import Trace, TraceSource, TraceStatus
 from app.traces import stats, window
+from app.traces.compact import WHOLE_STATS_FILE
 from app.traces.reader import TraceData, open_trace_data
 from app.traces.store import TraceSummary, TraceWriter, read_summary, trace_dir
 from app.traces.window import Filters
@@ -187,16 +189,21 @@ def read_window(
     t1_us: int | None,
     width_px: int,
     filters: Filters,
+    columns: bool = False,
 ) -> dict[str, Any]:
     data = open_data(session, settings, job_id)
     t0, t1 = time_range(data, t0_us, t1_us)
-    return window.read_window(data, t0=t0, t1=t1, width_px=width_px, filters=filters)
+    return window.read_window(data, t0=t0, t1=t1, width_px=width_px, filters=filters, columns=columns)
 
 
 def read_stats(
     session: Session, settings: Settings, job_id: int, *, t0_us: int | None, t1_us: int | None, filters: Filters
 ) -> dict[str, Any]:
     data = open_data(session, settings, job_id)
+    whole = data.directory / WHOLE_STATS_FILE
+    if t0_us is None and t1_us is None and filters == Filters() and data.summary.compacted and whole.exists():
+        cached: dict[str, Any] = json.loads(whole.read_text())
+        return cached
     t0, t1 = time_range(data, t0_us, t1_us)
     return stats.read_stats(data, t0=t0, t1=t1, filters=filters)
 

@@ -24,9 +24,9 @@ import numpy.typing as npt
 
 from app.traces import lod
 from app.traces.reader import TraceData
-from app.traces.segment import KIND_CODE, NULL_INT, Int64s
+from app.traces.segment import KIND_CODE, NULL_INT, Int64s, Segment
 from app.traces.store import KINDS
-from app.traces.window import Filters, lane_roles, select_operations, selected_lanes
+from app.traces.window import Filters, lane_roles, path_codes, select_operations, selected_lanes
 
 PERCENTILES = (50, 95, 99)
 
@@ -44,6 +44,7 @@ class Columns:
     offset: Int64s
     size: Int64s
     sequential: npt.NDArray[np.bool_]
+    segment: npt.NDArray[np.int32]  # which segment each row came from: rows are sorted by (tid, start) within one
     ops: list[str]
     paths: list[str]
 
@@ -53,44 +54,70 @@ def _global_codes(names: list[str], table: dict[str, int], codes: npt.NDArray[np
     return mapping[codes]  # code -1 picks the appended -1
 
 
+def _rows_of(
+    segment: Segment, tids: list[int], t0: int, t1: int, filters: Filters
+) -> npt.NDArray[np.intp] | npt.NDArray[np.bool_] | slice:
+    """Which rows of the segment are selected: row numbers for a narrow window, else a mask (or all)."""
+    ranges = [segment.window_rows(tid, t0, t1) for tid in tids]
+    narrow = sum(hi - lo for lo, hi in ranges) * 4 < len(segment)
+    if narrow:
+        rows: npt.NDArray[np.intp] = np.concatenate(
+            [np.arange(lo, hi) for lo, hi in ranges if lo < hi] or [np.empty(0, dtype=np.intp)]
+        )
+        keep = (segment.end[rows] > t0) | (segment.start[rows] >= t0)
+        if (kind_mask := filters.kind_mask()) is not None:
+            keep &= kind_mask[segment.kind[rows]]
+        if (codes := path_codes(segment, filters.path)) is not None:
+            keep &= np.isin(segment.path[rows], codes)
+        picked: npt.NDArray[np.intp] = rows[keep]
+        return picked
+    mask: npt.NDArray[np.bool_] | None = None
+    if segment.t_min < t0 or segment.t_max > t1:
+        mask = (segment.start < t1) & ((segment.end > t0) | (segment.start >= t0))
+    if set(tids) != set(segment.lanes):
+        in_lanes = np.zeros(len(segment), dtype=np.bool_)
+        for tid in tids:
+            begin, end = segment.lanes.get(tid, (0, 0))
+            in_lanes[begin:end] = True
+        mask = in_lanes if mask is None else mask & in_lanes
+    if (kind_mask := filters.kind_mask()) is not None:
+        of_kind = kind_mask[segment.kind]
+        mask = of_kind if mask is None else mask & of_kind
+    if (codes := path_codes(segment, filters.path)) is not None:
+        on_path = np.isin(segment.path, codes)
+        mask = on_path if mask is None else mask & on_path
+    return slice(None) if mask is None else mask
+
+
 def gather(data: TraceData, tids: list[int], t0: int, t1: int, filters: Filters) -> Columns:
-    selection = select_operations(data, [(tid, tid) for tid in tids], t0, t1, filters)
+    """The selected operations' columns, segment after segment (each sorted by tid, then start)."""
     ops: dict[str, int] = {}
     paths: dict[str, int] = {}
-    pieces: list[tuple[Int64s, ...]] = []
-    for number in np.unique(selection.segment).tolist():
-        segment = data.segments[number]
-        rows = selection.row[selection.segment == number]
+    pieces: list[list[npt.NDArray[Any]]] = []
+    for part in data.segments:
+        rows = _rows_of(part, tids, t0, t1, filters)
         pieces.append(
-            (
-                segment.tid[rows],
-                segment.start[rows],
-                segment.duration[rows],
-                segment.kind[rows].astype(np.int64),
-                _global_codes(segment.ops, ops, segment.op[rows]),
-                _global_codes(segment.paths, paths, segment.path[rows]),
-                segment.offset[rows],
-                segment.size[rows],
-                segment.sequential[rows].astype(np.int64),
-            )
+            [
+                part.tid[rows],
+                part.start[rows],
+                part.duration[rows],
+                part.kind[rows],
+                _global_codes(part.ops, ops, part.op[rows]),
+                _global_codes(part.paths, paths, part.path[rows]),
+                part.offset[rows],
+                part.size[rows],
+                part.sequential[rows],
+                np.full(len(part.start[rows]), len(pieces), dtype=np.int32),
+            ]
         )
-    if pieces:
-        columns = [np.concatenate(column) for column in zip(*pieces, strict=True)]
-    else:
-        columns = [np.empty(0, dtype=np.int64) for _ in range(9)]
-    return Columns(
-        tid=columns[0],
-        start=columns[1],
-        duration=columns[2],
-        kind=columns[3].astype(np.int8),
-        op=columns[4],
-        path=columns[5],
-        offset=columns[6],
-        size=columns[7],
-        sequential=columns[8].astype(np.bool_),
-        ops=list(ops),
-        paths=list(paths),
+    dtypes = (np.int64,) * 3 + (np.int8,) + (np.int64,) * 4 + (np.bool_, np.int32)
+    columns: list[Any] = (
+        [np.concatenate(column) for column in zip(*pieces, strict=True)]
+        if pieces
+        else [np.empty(0, dtype=dtype) for dtype in dtypes]
     )
+    tid, start, duration, kind, op, path, offset, size, sequential, segment = columns
+    return Columns(tid, start, duration, kind, op, path, offset, size, sequential, segment, list(ops), list(paths))
 
 
 def nearest_rank(values: Int64s, percent: float) -> int:
@@ -119,10 +146,9 @@ def log_histogram(values: Int64s) -> list[tuple[int, int]]:
     return [(1 << e, int(c)) for e, c in enumerate(counts.tolist()) if e >= first]
 
 
-def _group_stats(columns: Columns, mask: npt.NDArray[np.bool_], seconds: float) -> dict[str, Any]:
+def _group_stats(columns: Columns, moved: Int64s, mask: npt.NDArray[np.bool_], seconds: float) -> dict[str, Any]:
     durations = columns.duration[mask]
-    moved = lod.io_bytes(columns.kind[mask], columns.size[mask])
-    total = int(moved.sum())
+    total = int(moved[mask].sum())
     return {
         "count": int(mask.sum()),
         "bytes": total,
@@ -132,12 +158,19 @@ def _group_stats(columns: Columns, mask: npt.NDArray[np.bool_], seconds: float) 
 
 
 def _busy_per_lane(columns: Columns, rank: Int64s, n_lanes: int, t0: int, t1: int) -> npt.NDArray[np.float64]:
-    """Time each lane spent inside at least one operation, within [t0, t1)."""
-    order = np.lexsort((columns.start, rank))
-    starts = np.maximum(columns.start[order], t0)
-    ends = np.maximum(np.minimum(columns.start[order] + columns.duration[order], t1), starts)
-    slots, u_start, u_end = lod.union_intervals(rank[order].astype(np.int64), starts, ends)
-    return np.bincount(slots, weights=u_end - u_start, minlength=n_lanes).astype(np.float64)
+    """Time each lane spent inside at least one operation, within [t0, t1).
+
+    Rows of one segment are already sorted by (tid, start), so the union needs no sort; unions of
+    different segments are added (segments cover consecutive stretches of the run, so they hardly overlap).
+    """
+    busy = np.zeros(n_lanes)
+    bounds = np.flatnonzero(np.diff(columns.segment)) + 1
+    for rows in np.split(np.arange(len(columns.segment)), bounds) if len(bounds) else [slice(None)]:
+        starts = np.maximum(columns.start[rows], t0)
+        ends = np.maximum(np.minimum(columns.start[rows] + columns.duration[rows], t1), starts)
+        slots, u_start, u_end = lod.union_intervals(rank[rows].astype(np.int64), starts, ends)
+        busy += np.bincount(slots, weights=u_end - u_start, minlength=n_lanes)
+    return np.minimum(busy, max(0, t1 - t0))
 
 
 def _files(columns: Columns, moved: Int64s, has_path: npt.NDArray[np.bool_]) -> list[dict[str, Any]]:
@@ -190,6 +223,7 @@ def _cpu_running_us(data: TraceData, tid: int, t0: int, t1: int) -> int | None:
 def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[str, Any]:
     tids = selected_lanes(data, filters)
     columns = gather(data, tids, t0, t1, filters)
+    moved = lod.io_bytes(columns.kind, columns.size)
     duration_us = max(0, t1 - t0)
     seconds = duration_us / 1e6
     by_kind = []
@@ -198,7 +232,7 @@ def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[s
         mask = columns.kind == KIND_CODE[kind]
         if not mask.any():
             continue
-        by_kind.append({"kind": kind, **_group_stats(columns, mask, seconds)})
+        by_kind.append({"kind": kind, **_group_stats(columns, moved, mask, seconds)})
         latency_histogram.append(
             {"kind": kind, "buckets": [{"le_us": le, "count": n} for le, n in log_histogram(columns.duration[mask])]}
         )
@@ -212,10 +246,9 @@ def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[s
     for code in np.unique(columns.op).tolist():
         mask = columns.op == code
         kind = KINDS[int(columns.kind[mask][0])]
-        by_op.append({"op": columns.ops[code], "kind": kind, **_group_stats(columns, mask, seconds)})
+        by_op.append({"op": columns.ops[code], "kind": kind, **_group_stats(columns, moved, mask, seconds)})
     by_op.sort(key=lambda row: (-row["count"], row["op"]))
     roles = lane_roles(data)
-    moved = lod.io_bytes(columns.kind, columns.size)
     lane_ids = np.array(tids, dtype=np.int64)
     rank = np.searchsorted(lane_ids, columns.tid)
     n_lanes = len(tids)
@@ -267,7 +300,7 @@ def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[s
 
 def read_operations(data: TraceData, *, t0: int, t1: int, filters: Filters, offset: int, limit: int) -> dict[str, Any]:
     """A page of the operations passing the filters, by start time (then tid)."""
-    from app.traces.window import operation_dicts
+    from app.traces.window import as_rows, operation_columns
 
     tids = selected_lanes(data, filters)
     selection = select_operations(data, [(tid, tid) for tid in tids], t0, t1, filters)
@@ -279,4 +312,4 @@ def read_operations(data: TraceData, *, t0: int, t1: int, filters: Filters, offs
         candidates = np.arange(total)
     order = candidates[np.lexsort((selection.slot[candidates], selection.start[candidates]))]
     page = order[offset : offset + limit]
-    return {"total": total, "items": operation_dicts(data, selection, page)}
+    return {"total": total, "items": as_rows(operation_columns(data, selection, page))}

@@ -17,6 +17,7 @@ Strings (op, kind, path, result, span labels, counter tracks) are dictionary-enc
 
 import contextlib
 import json
+import logging
 import queue
 import shutil
 import threading
@@ -307,6 +308,15 @@ class TraceWriter:
             self._summary.malformed.sort(key=lambda bad: int(bad["line_no"]))
             self._meta_dirty = True
 
+    def flush(self) -> None:
+        """Write everything handed over so far and wait until it is on disk (readers see it)."""
+        with self._lock:
+            self._check_open()
+            batch, self._batch = self._batch, _Batch()
+            self._meta_dirty = True
+        self._queue.put(batch)
+        self._queue.join()
+
     def close(self, *, status: str = "complete") -> TraceSummary:
         """Write what is buffered, build the query files and mark the trace ``status``; returns the summary."""
         with self._lock:
@@ -332,6 +342,10 @@ class TraceWriter:
         self._write_meta()
         if self._summary.compacted:
             compact.remove_parts(self.directory)
+            try:
+                compact.write_whole_stats(self.directory)
+            except Exception:  # only a shortcut: the API computes the same on request
+                logging.getLogger(__name__).exception("precomputing the stats of %s failed", self.directory)
         if self._on_close is not None:
             self._on_close(self._summary)
         if self._error is not None:
@@ -375,16 +389,24 @@ class TraceWriter:
             except queue.Empty:
                 with self._lock:
                     batch, self._batch = self._batch, _Batch()
+                self._write_or_keep_error(batch)
+                deadline = time.monotonic() + self.flush_every_s
+                continue
             if batch is None:
+                self._queue.task_done()
                 return
             if time.monotonic() >= deadline:
                 deadline = time.monotonic() + self.flush_every_s
-            if self._error is not None:
-                continue  # keep draining so producers never block on a dead writer
-            try:
-                self._write_batch(batch)
-            except BaseException as error:  # reported to the producer by its next call
-                self._error = error
+            self._write_or_keep_error(batch)
+            self._queue.task_done()
+
+    def _write_or_keep_error(self, batch: _Batch) -> None:
+        if self._error is not None:
+            return  # keep draining so producers never block on a dead writer
+        try:
+            self._write_batch(batch)
+        except BaseException as error:  # reported to the producer by its next call
+            self._error = error
 
     def _write_batch(self, batch: _Batch) -> None:
         if not len(batch) and not self._meta_dirty:

@@ -27,8 +27,11 @@ from app.traces.reader import Spans, TraceData
 from app.traces.segment import NULL_INT, Int64s, Segment
 from app.traces.store import KINDS
 
-# A lane with at most this many operations per pixel in the window is summed from its operations.
-EXACT_OPS_PER_PIXEL: Final = 16
+# A lane with at most this many operations per pixel in the window is summed from its operations;
+# busier lanes from the pyramid (when it has a level fine enough).
+EXACT_OPS_PER_PIXEL: Final = 2
+# A lane track with more spans than width_px / this in the window gets them merged per bucket.
+SPANS_PER_PIXEL_DIVISOR: Final = 8
 
 
 @dataclass(frozen=True)
@@ -125,63 +128,55 @@ def select_operations(data: TraceData, lanes: list[tuple[int, int]], t0: int, t1
     return Selection(*(column[order] for column in columns))
 
 
-def operation_dicts(data: TraceData, selection: Selection, picked: npt.NDArray[np.intp]) -> list[dict[str, Any]]:
-    """The picked operations of a selection as the API shows them."""
-    out: list[dict[str, Any]] = []
-    for segment_number in np.unique(selection.segment[picked]):
-        segment = data.segments[int(segment_number)]
-        mine = picked[selection.segment[picked] == segment_number]
-        rows = selection.row[mine]
-        starts = segment.start[rows].tolist()
-        durations = segment.duration[rows].tolist()
-        tids = segment.tid[rows].tolist()
-        ops = [segment.ops[c] for c in segment.op[rows].tolist()]
-        kinds = [KINDS[c] for c in segment.kind[rows].tolist()]
-        paths = [segment.paths[c] if c >= 0 else None for c in segment.path[rows].tolist()]
-        offsets = [None if v == NULL_INT else v for v in segment.offset[rows].tolist()]
-        sizes = [None if v == NULL_INT else v for v in segment.size[rows].tolist()]
-        results = [segment.results[c] if c >= 0 else "" for c in segment.result[rows].tolist()]
-        out.extend(
-            {
-                "tid": tid,
-                "start_us": start,
-                "duration_us": duration,
-                "op": op,
-                "kind": kind,
-                "path": path,
-                "offset": offset,
-                "size": size,
-                "result": result,
-            }
-            for tid, start, duration, op, kind, path, offset, size, result in zip(
-                tids, starts, durations, ops, kinds, paths, offsets, sizes, results, strict=True
-            )
-        )
-    out.sort(key=lambda item: (item["start_us"], item["tid"]))
+Columns = dict[str, list[Any]]
+OPERATION_FIELDS = ("tid", "start_us", "duration_us", "op", "kind", "path", "offset", "size", "result")
+BUCKET_FIELDS = ("i", "busy", "kind", "count", "bytes")
+SPAN_FIELDS = ("start_us", "duration_us", "track", "label")
+
+
+def as_rows(columns: Columns) -> list[dict[str, Any]]:
+    """{field: [values]} -> [{field: value}]."""
+    names = list(columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def operation_columns(data: TraceData, selection: Selection, picked: npt.NDArray[np.intp]) -> Columns:
+    """The picked operations of a selection, by start time then tid, as the API shows them."""
+    out: Columns = {name: [] for name in OPERATION_FIELDS}
+    for segment_number in np.unique(selection.segment[picked]).tolist():
+        segment = data.segments[segment_number]
+        rows = selection.row[picked[selection.segment[picked] == segment_number]]
+        out["tid"] += segment.tid[rows].tolist()
+        out["start_us"] += segment.start[rows].tolist()
+        out["duration_us"] += segment.duration[rows].tolist()
+        out["op"] += [segment.ops[c] for c in segment.op[rows].tolist()]
+        out["kind"] += [KINDS[c] for c in segment.kind[rows].tolist()]
+        out["path"] += [segment.paths[c] if c >= 0 else None for c in segment.path[rows].tolist()]
+        out["offset"] += [None if v == NULL_INT else v for v in segment.offset[rows].tolist()]
+        out["size"] += [None if v == NULL_INT else v for v in segment.size[rows].tolist()]
+        out["result"] += [segment.results[c] if c >= 0 else "" for c in segment.result[rows].tolist()]
+    order = sorted(range(len(out["tid"])), key=lambda i: (out["start_us"][i], out["tid"][i]))
+    if order != list(range(len(order))):
+        out = {name: [values[i] for i in order] for name, values in out.items()}
     return out
 
 
-def _bucket_dicts(dense: lod.Dense, slot: int, bucket_widths: npt.NDArray[np.float64]) -> list[dict[str, Any]]:
-    busy = np.minimum(dense.busy_us[slot] / bucket_widths, 1.0)
-    kind_us = dense.kind_us[slot]
-    # Zero-length operations take no time: the kind with the most of them then names the bucket.
-    dominant = np.where(kind_us.max(axis=1) > 0, kind_us.argmax(axis=1), dense.kind_count[slot].argmax(axis=1))
+def _bucket_columns(dense: lod.Dense, slot: int, bucket_widths: npt.NDArray[np.float64]) -> Columns:
+    busy = np.round(np.minimum(dense.busy_us[slot] / bucket_widths, 1.0), 4)
+    # Kind times carry a tiny weight per operation (lod.ZERO_TIME_WEIGHT): zero-length ones count too.
+    dominant = dense.kind_us[slot].argmax(axis=1)
     nonempty = np.flatnonzero((dense.count[slot] > 0) | (dense.busy_us[slot] > 0))
-    return [
-        {"i": i, "busy": round(b, 4), "kind": KINDS[k], "count": c, "bytes": n}
-        for i, b, k, c, n in zip(
-            nonempty.tolist(),
-            busy[nonempty].tolist(),
-            dominant[nonempty].tolist(),
-            dense.count[slot][nonempty].tolist(),
-            dense.bytes[slot][nonempty].tolist(),
-            strict=True,
-        )
-    ]
+    return {
+        "i": nonempty.tolist(),
+        "busy": busy[nonempty].tolist(),
+        "kind": [KINDS[k] for k in dominant[nonempty].tolist()],
+        "count": dense.count[slot][nonempty].tolist(),
+        "bytes": dense.bytes[slot][nonempty].tolist(),
+    }
 
 
-def _spans_for(spans: Spans, tid: int, t0: int, t1: int, bucket_us: int, width_px: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _span_columns(spans: Spans, tid: int, t0: int, t1: int, bucket_us: int, width_px: int) -> Columns:
+    out: Columns = {name: [] for name in SPAN_FIELDS}
     for track_code, track in enumerate(spans.tracks):
         begin, end = spans.groups.get((tid, track_code), (0, 0))
         if begin == end:
@@ -192,36 +187,34 @@ def _spans_for(spans: Spans, tid: int, t0: int, t1: int, bucket_us: int, width_p
             continue
         start, duration, label = spans.start[lo:hi], spans.duration[lo:hi], spans.label[lo:hi]
         keep = start + duration > t0
-        start, duration, label = start[keep], duration[keep], label[keep]
-        if len(start) <= width_px:
-            out.extend(
-                {"start_us": s, "duration_us": max(d, bucket_us), "track": track, "label": spans.labels[c]}
-                for s, d, c in zip(start.tolist(), duration.tolist(), label.tolist(), strict=True)
-            )
-            continue
-        n_buckets = math.ceil((t1 - t0) / bucket_us)
-        labels = max(1, len(spans.labels))
-        pieces = lod.cut(start, start + duration, t0, bucket_us, t0, t1)
-        time = np.bincount(
-            pieces.bucket * labels + label[pieces.row], weights=pieces.length, minlength=n_buckets * labels
-        ).reshape(n_buckets, labels)
-        covered = np.bincount(pieces.bucket, minlength=n_buckets) > 0
-        winner = np.where(covered, time.argmax(axis=1), -1)
-        # Join runs of buckets with the same winning label.
-        change = np.flatnonzero(np.concatenate(([True], winner[1:] != winner[:-1])))
-        run_end = np.concatenate((change[1:], [n_buckets]))
-        for first, stop in zip(change.tolist(), run_end.tolist(), strict=True):
-            code = int(winner[first])
-            if code >= 0:
-                out.append(
-                    {
-                        "start_us": t0 + first * bucket_us,
-                        "duration_us": min(t1, t0 + stop * bucket_us) - (t0 + first * bucket_us),
-                        "track": track,
-                        "label": spans.labels[code],
-                    }
-                )
+        start, duration, label = start[keep], np.maximum(duration[keep], bucket_us), label[keep]
+        if len(start) > max(1, width_px // SPANS_PER_PIXEL_DIVISOR):
+            start, duration, label = _merge_spans(start, duration, label, t0, t1, bucket_us, len(spans.labels))
+        out["start_us"] += start.tolist()
+        out["duration_us"] += duration.tolist()
+        out["track"] += [track] * len(start)
+        out["label"] += [spans.labels[c] for c in label.tolist()]
     return out
+
+
+def _merge_spans(
+    start: Int64s, duration: Int64s, label: npt.NDArray[np.int32], t0: int, t1: int, bucket_us: int, labels: int
+) -> tuple[Int64s, Int64s, npt.NDArray[np.int32]]:
+    """One span per run of buckets where the same label had the most time."""
+    n_buckets = math.ceil((t1 - t0) / bucket_us)
+    labels = max(1, labels)
+    pieces = lod.cut(start, start + duration, t0, bucket_us, t0, t1)
+    time = np.bincount(
+        pieces.bucket * labels + label[pieces.row], weights=pieces.length, minlength=n_buckets * labels
+    ).reshape(n_buckets, labels)
+    covered = np.bincount(pieces.bucket, minlength=n_buckets) > 0
+    winner = np.where(covered, time.argmax(axis=1), -1)
+    change = np.flatnonzero(np.concatenate(([True], winner[1:] != winner[:-1])))
+    run_end = np.concatenate((change[1:], [n_buckets]))
+    keep = winner[change] >= 0
+    run_start_us = t0 + change[keep] * bucket_us
+    run_end_us = np.minimum(t1, t0 + run_end[keep] * bucket_us)
+    return run_start_us, run_end_us - run_start_us, winner[change[keep]].astype(np.int32)
 
 
 def decimate(
@@ -242,7 +235,11 @@ def decimate(
     return [[a, b] for a, b in zip(t[picked].tolist(), v[picked].tolist(), strict=True)]
 
 
-def read_window(data: TraceData, *, t0: int, t1: int, width_px: int, filters: Filters) -> dict[str, Any]:
+def read_window(
+    data: TraceData, *, t0: int, t1: int, width_px: int, filters: Filters, columns: bool = False
+) -> dict[str, Any]:
+    """The window as the API returns it; ``columns`` gives each lane's buckets, operations and spans as
+    {field: [values]} instead of [{field: value}] (same data, far less to build and encode)."""
     bucket_us = max(1, math.ceil((t1 - t0) / width_px))
     n_buckets = math.ceil((t1 - t0) / bucket_us)
     tids = selected_lanes(data, filters)
@@ -299,19 +296,22 @@ def read_window(data: TraceData, *, t0: int, t1: int, width_px: int, filters: Fi
             getattr(dense, name)[...] += getattr(exact_dense, name)
     bucket_edges = np.minimum(t0 + np.arange(1, n_buckets + 1) * bucket_us, t1)
     bucket_widths = (bucket_edges - (t0 + np.arange(n_buckets) * bucket_us)).astype(np.float64)
+    no_buckets: Columns = {name: [] for name in BUCKET_FIELDS}
+    no_operations: Columns = {name: [] for name in OPERATION_FIELDS if name != "tid"}
     lanes_out = []
     for tid in tids:
         slot = slots[tid]
         lane: dict[str, Any] = {"tid": tid}
         if slot in raw_slots or estimate[tid] == 0:
-            picked = np.flatnonzero(selection.slot == slot)
-            operations = operation_dicts(data, selection, picked)
-            for operation in operations:
-                del operation["tid"]
-            lane.update(detail="operations", buckets=[], operations=operations)
+            operations = operation_columns(data, selection, np.flatnonzero(selection.slot == slot))
+            del operations["tid"]
+            lane.update(detail="operations", buckets=no_buckets, operations=operations)
         else:
-            lane.update(detail="buckets", buckets=_bucket_dicts(dense, slot, bucket_widths), operations=[])
-        lane["spans"] = _spans_for(data.spans, tid, t0, t1, bucket_us, width_px)
+            lane.update(detail="buckets", buckets=_bucket_columns(dense, slot, bucket_widths), operations=no_operations)
+        lane["spans"] = _span_columns(data.spans, tid, t0, t1, bucket_us, width_px)
+        if not columns:
+            for name in ("buckets", "operations", "spans"):
+                lane[name] = as_rows(lane[name])
         lanes_out.append(lane)
     counters = [
         {
