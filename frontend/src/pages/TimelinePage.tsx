@@ -30,6 +30,11 @@ function useSettled<T>(value: T, ms: number): T {
   return settled;
 }
 
+/** One object per distinct window, so effects and settling see a change only when the numbers change. */
+function useWindowObject(t0: number | undefined, t1: number | undefined): TimeWindow | null {
+  return useMemo(() => (t0 === undefined || t1 === undefined ? null : { t0, t1 }), [t0, t1]);
+}
+
 function isTyping(target: EventTarget | null): boolean {
   return target instanceof HTMLElement && (["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName) || target.isContentEditable);
 }
@@ -53,7 +58,8 @@ function CaptureFacts({ summary }: { summary: TraceSummary }) {
 
 function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) {
   const [params, setParams] = useSearchParams();
-  const initial = useMemo(() => parseView(params), []); // eslint-disable-line react-hooks/exhaustive-deps -- read once; the page owns the view after
+  // The URL is read once; after that the page owns the view and writes it back.
+  const [initial] = useState(() => parseView(params));
   const [theme] = useTheme();
   const palette = useMemo(() => readPalette(theme), [theme]);
   const bounds = boundsOf(summary);
@@ -74,15 +80,15 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   const width = useWidth(cell);
 
   // No zoom yet means "the whole trace", which keeps growing while the job records.
-  const view: TimeWindow | null = bounds === null ? null : clampWindow(zoomed ?? { t0: bounds.min, t1: bounds.max }, bounds);
+  const clamped = bounds === null ? null : clampWindow(zoomed ?? { t0: bounds.min, t1: bounds.max }, bounds);
+  const view = useWindowObject(clamped?.t0, clamped?.t1);
 
   // The view in the URL, written once the user pauses.
   const state: TimelineView = { window: zoomed, selection, roles, kinds, path, sort, collapsed, showIdle };
-  const settledState = useSettled(state, 300);
-  const settledQuery = viewToParams(settledState).toString();
+  const settledQuery = useSettled(viewToParams(state).toString(), 300);
   useEffect(() => {
     if (settledQuery !== params.toString()) setParams(new URLSearchParams(settledQuery), { replace: true });
-  }, [settledQuery]); // eslint-disable-line react-hooks/exhaustive-deps -- only our own changes write the URL
+  }, [settledQuery, params, setParams]);
 
   const settledPath = useSettled(path, 300);
   const filter = {
@@ -122,8 +128,11 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   useEffect(() => {
     viewRef.current = view;
   });
+  const boundsMin = bounds?.min;
+  const boundsMax = bounds?.max;
   useEffect(() => {
-    if (bounds === null) return;
+    if (boundsMin === undefined || boundsMax === undefined) return;
+    const bounds = { min: boundsMin, max: boundsMax };
     const onKey = (event: KeyboardEvent): void => {
       if (isTyping(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
       const current = viewRef.current;
@@ -140,7 +149,7 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [bounds?.min, bounds?.max]); // eslint-disable-line react-hooks/exhaustive-deps -- bounds by value
+  }, [boundsMin, boundsMax]);
 
   const toggle = <T,>(list: T[], item: T): T[] => (list.includes(item) ? list.filter((x) => x !== item) : [...list, item]);
 

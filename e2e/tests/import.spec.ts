@@ -1,0 +1,119 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { expect, test } from "./fixtures";
+import { LIGHT, spotsOfColour } from "./canvas";
+
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures");
+
+test.describe.configure({ mode: "serial" });
+
+test("an imported JuiceFS log (before v1.2) shows its lanes, zooms, hovers and selects", async ({ page, saveScreenshot }) => {
+  await page.goto("/import");
+  await page.getByLabel("Trace file").setInputFiles(path.join(fixtures, "juicefs-v1.1-access.log"));
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+
+  const result = page.getByTestId("import-result");
+  await expect(result).toContainText(/Imported juicefs trace as job #\d+/);
+  await expect(result).toContainText("108 operations on 3 threads");
+  // The line cut short is listed with its number.
+  await expect(page.getByRole("table", { name: "Malformed lines" })).toContainText("55");
+  await saveScreenshot(page, "import");
+
+  await page.getByRole("link", { name: "Open its timeline" }).click();
+  await expect(page).toHaveURL(/\/jobs\/\d+\/timeline/);
+  const labels = page.getByTestId("lane-label");
+  await expect(labels).toHaveCount(3);
+  await expect(labels.first()).toContainText("4403");
+
+  // Coloured bars: writes (orange) and fsyncs (pink) are drawn on the canvas.
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.write)).length).toBeGreaterThan(5);
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.fsync)).length).toBeGreaterThan(0);
+  await saveScreenshot(page, "timeline-import");
+
+  // Zoom in with the wheel over the lanes: less time on screen.
+  const canvas = page.getByTestId("lanes-canvas");
+  const box = await canvas.boundingBox();
+  if (box === null) throw new Error("no lanes canvas");
+  const spanBefore = await page.getByTestId("window-span").textContent();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + 10);
+  for (let i = 0; i < 5; i += 1) await page.mouse.wheel(0, -200);
+  await expect(page.getByTestId("window-span")).not.toHaveText(spanBefore ?? "");
+  await expect(page).toHaveURL(/[?&]w=\d+-\d+/);
+  // Keyboard as in Perfetto: S zooms back out a little.
+  const zoomedSpan = await page.getByTestId("window-span").textContent();
+  await page.keyboard.press("s");
+  await expect(page.getByTestId("window-span")).not.toHaveText(zoomedSpan ?? "");
+
+  // Hover a write and read its tooltip.
+  await page.getByRole("button", { name: "Whole trace" }).click();
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.write)).length).toBeGreaterThan(5);
+  const writes = await spotsOfColour(page, LIGHT.write);
+  const target = writes[Math.floor(writes.length / 2)];
+  if (target === undefined) throw new Error("no write bar");
+  await page.mouse.move(box.x + target.x + 0.5, box.y + target.y + 2);
+  const tooltip = page.getByTestId("tooltip");
+  await expect(tooltip).toBeVisible();
+  await expect(tooltip).toContainText(/write|operations/);
+  // Zoom far in where the mouse is, until the bar under it is one operation with its file and latency.
+  for (let i = 0; i < 12; i += 1) {
+    const again = await spotsOfColour(page, LIGHT.write);
+    if ((await tooltip.isVisible()) && (await tooltip.textContent())?.includes("Latency")) break;
+    await page.keyboard.press("w");
+    await page.waitForTimeout(150);
+    const near = again.sort((a, b) => Math.abs(a.x - target.x) - Math.abs(b.x - target.x))[0];
+    if (near !== undefined) await page.mouse.move(box.x + near.x + 0.5, box.y + near.y + 2);
+  }
+  await expect(tooltip).toContainText("Latency");
+  await expect(tooltip).toContainText("inode:");
+  await expect(tooltip).toContainText("Offset");
+  await expect(tooltip).toContainText("Size");
+  await saveScreenshot(page, "timeline-tooltip");
+
+  // Select a range with shift+drag and read its statistics.
+  const whole = page.getByRole("button", { name: "Whole trace" });
+  if (await whole.isEnabled()) await whole.click();
+  await page.mouse.move(box.x + box.width * 0.1, box.y + 5);
+  await page.keyboard.down("Shift");
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 5, { steps: 5 });
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  const stats = page.getByTestId("selection-stats");
+  await expect(stats).toBeVisible();
+  const table = stats.getByRole("table", { name: "Selection statistics" });
+  await expect(table).toContainText("write");
+  await expect(table).toContainText("MB/s");
+  await expect(table.locator("tbody tr").first()).toContainText(/µs|ms/);
+  await expect(page).toHaveURL(/[?&]sel=\d+-\d+/);
+  await expect(page.getByRole("table", { name: "Files" })).toContainText("inode:17669");
+  await saveScreenshot(page, "timeline-selection");
+
+  // The same URL shows the same selection to a colleague.
+  await page.reload();
+  await expect(page.getByTestId("selection-stats")).toBeVisible();
+});
+
+test("an imported JuiceFS log (v1.2 and later) shows its lanes; a bad file is refused in plain words", async ({ page, saveScreenshot }) => {
+  await page.goto("/import");
+  await page.getByLabel("Trace file").setInputFiles(path.join(fixtures, "juicefs-v1.2-access.log"));
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await expect(page.getByTestId("import-result")).toContainText("108 operations on 3 threads");
+  await page.getByRole("link", { name: "Open its timeline" }).click();
+  await expect(page.getByTestId("lane-label")).toHaveCount(3);
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.read)).length).toBeGreaterThan(0);
+
+  // Dark theme, remembered across a reload.
+  await page.getByRole("button", { name: /Dark/ }).click();
+  await page.reload();
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  await expect(page.getByTestId("lane-label")).toHaveCount(3);
+  await saveScreenshot(page, "timeline-dark");
+  await page.getByRole("button", { name: /Light/ }).click();
+
+  await page.goto("/import");
+  await page.getByLabel("Trace file").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello\nthis is not a trace\n") });
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await expect(page.getByRole("alert")).toContainText("not a trace restorescope can read");
+  await saveScreenshot(page, "import-refused");
+});
