@@ -19,6 +19,10 @@ from app.jobs.log import add_log
 from app.models import Backup, Job, JobPhase, JobStatus, ServerSnapshot, Target, VerificationResult
 from app.sandboxes.options import ServerOptions
 from app.targets.connection import Credentials, TargetUnreachable, connect, option_file
+from worker.capture.errors import CaptureError
+from worker.capture.local_server import find_local_server_pid
+from worker.capture.selection import CapturePlan, aio_mode_of, existing_server_visibility, plan_capture
+from worker.capture.session import JobCapture
 from worker.job_run import JobRun, claim_job
 from worker.runners.dump_stream import DumpError
 from worker.runners.mysql_client import MysqlClientError, RestoreCancelled, RestoreOutcome, restore_with_mysql_client
@@ -38,6 +42,7 @@ class VerificationFailed(Exception):
 
 # Errors whose message is written for the user: the job fails with exactly that text.
 USER_FACING_ERRORS: tuple[type[Exception], ...] = (
+    CaptureError,
     DomainError,
     DumpError,
     MysqlClientError,
@@ -53,6 +58,7 @@ class Server:
 
     client_args: list[str]
     connect: Callable[[], pymysql.Connection]
+    pid: int | None = None  # the server's process, when it runs on this host
 
 
 def run(job_id: int) -> None:
@@ -119,18 +125,31 @@ def _run_claimed(job_id: int, parameters: dict[str, Any], settings: Settings, lo
 
 def _restore(job_run: JobRun, parameters: dict[str, Any], settings: Settings) -> None:
     dump, _root = resolve_backup_path(parameters["backup_path"], settings.resolved_backup_roots)
+    requested_capture = str(parameters.get("capture", "auto"))
     with ExitStack() as stack:
+        # Entered first, left last: the capture outlives the sandbox, so a FUSE log is drained after the
+        # unmount and the server's shutdown IO is in the trace.
         if parameters["target"]["kind"] == "sandbox":
-            server = stack.enter_context(_sandbox_server(job_run, parameters["target"], settings))
+            kept = bool(parameters["target"].get("keep"))
+            plan = plan_capture(requested_capture, sandbox=True, kept_sandbox=kept)
+            capture = stack.enter_context(_job_capture(job_run, plan))
+            server = stack.enter_context(_sandbox_server(job_run, parameters["target"], settings, capture))
         else:
             server = stack.enter_context(_saved_server(job_run, parameters["target"]["target_id"]))
+            capture = stack.enter_context(_job_capture(job_run, _saved_target_plan(job_run, requested_capture, server)))
+            if capture.plan.active:
+                _describe_saved_target(capture, server)
+        capture.watch_server(server.pid, server.connect)
+        # --- CPU and server-state sampling (helper D) goes here, e.g.:
+        #     stack.enter_context(sample_job(capture.sink, pids=capture.pids, connect=server.connect))
+        # It writes into the same trace as the capture (capture.sink); worker/capture/sampling.py.
         _take_snapshot(job_run, server, "start")
         database = parameters.get("database") or _default_database(job_run, dump)
         job_run.enter_phase(JobPhase.RESTORING)
         outcome = restore_with_mysql_client(
             dump,
             server.client_args,
-            job_run.processes.popen,
+            capture.client_popen(job_run.processes.popen),
             on_progress=lambda p: job_run.report_progress(
                 p.bytes_done, p.rows_done, force=p.bytes_done == p.bytes_total
             ),
@@ -161,12 +180,67 @@ def _default_database(job_run: JobRun, dump: Path) -> str | None:
 
 
 @contextmanager
-def _sandbox_server(job_run: JobRun, target: dict[str, Any], settings: Settings) -> Iterator[Server]:
+def _job_capture(job_run: JobRun, plan: CapturePlan) -> Iterator[JobCapture]:
+    """The job's trace (none when the user asked for no capture) and its tracers, stopped and closed at the end."""
+    if plan.backend == "none" and plan.fallback_reason is None:
+        yield JobCapture(_NoTrace(), plan, job_run.processes, job_run.log)
+        return
+    # The trace store is imported here: a worker without capture never loads pyarrow.
+    from app.traces.service import open_job_trace
+
+    writer = open_job_trace(job_run.job_id, backend=plan.backend)
+    capture = JobCapture(writer, plan, job_run.processes, lambda line: job_run.log(line, source="capture"))
+    failed = True
+    try:
+        yield capture
+        failed = False
+    finally:
+        try:
+            capture.stop()
+        finally:
+            writer.close(status="failed" if failed or capture.error else "complete")
+
+
+class _NoTrace:
+    """The sink of a job that records nothing."""
+
+    def add_operations(self, operations: Any) -> None: ...
+
+    def set_lane(self, lane: Any) -> None: ...
+
+    def add_spans(self, spans: Any) -> None: ...
+
+    def add_counters(self, samples: Any) -> None: ...
+
+
+def _saved_target_plan(job_run: JobRun, requested: str, server: Server) -> CapturePlan:
+    """Tracers need the server's process: only a server on this host can be captured."""
+    problem = None
+    if requested != "none":
+        with server.connect() as connection:
+            server.pid, problem = find_local_server_pid(connection)
+    plan = plan_capture(requested, sandbox=False, target_problem=problem)
+    if not plan.active and plan.fallback_reason:
+        job_run.log(f"capture is off: {plan.fallback_reason}", level="warning")
+    return plan
+
+
+def _describe_saved_target(capture: JobCapture, server: Server) -> None:
+    with server.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('innodb_use_native_aio', 'innodb_linux_aio')")
+        mode = aio_mode_of({str(name): str(value) for name, value in cursor.fetchall()})
+    capture.describe_saved_target(mode, existing_server_visibility(capture.plan.backend, mode))
+
+
+@contextmanager
+def _sandbox_server(
+    job_run: JobRun, target: dict[str, Any], settings: Settings, capture: JobCapture
+) -> Iterator[Server]:
     job_run.enter_phase(JobPhase.STARTING_SERVER)
     binary = detect_server_binary(settings.mariadbd_path)
     if warning := mysql_untested_warning(binary):
         job_run.log(warning, level="warning")
-    options = ServerOptions.model_validate(target["options"])
+    options = capture.sandbox_options(ServerOptions.model_validate(target["options"]))
     sandbox = Sandbox(
         settings.resolved_work_root,
         f"job-{job_run.job_id}",
@@ -175,6 +249,7 @@ def _sandbox_server(job_run: JobRun, target: dict[str, Any], settings: Settings)
         job_run.processes,
         lambda line: job_run.log(line, source="sandbox"),
         outlive_job=bool(target.get("keep")),
+        datadir_layer=capture.datadir_layer(),
     )
     job_run.update(server_flavour=binary.flavour, server_version=binary.version, sandbox_dir=str(sandbox.root_dir))
     keep = bool(target.get("keep"))
@@ -184,7 +259,7 @@ def _sandbox_server(job_run: JobRun, target: dict[str, Any], settings: Settings)
         job_run.log(
             f"sandbox {binary.flavour} {binary.version} up on port {sandbox.port}, socket {sandbox.socket_path}"
         )
-        yield Server(client_args=["--no-defaults", *sandbox.client_args()], connect=sandbox.connect)
+        yield Server(client_args=["--no-defaults", *sandbox.client_args()], connect=sandbox.connect, pid=sandbox.pid)
     except BaseException:
         keep = False
         raise

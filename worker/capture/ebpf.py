@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from app.traces.operation import Malformed, Operation, kind_of
 from app.traces.records import TraceSink
@@ -293,7 +294,9 @@ class EbpfCapture:
         finally:
             os.close(write_end)
         assert self._process.stderr is not None
-        self._stderr_thread = threading.Thread(target=self._read_stderr, name="capture-bpftrace-stderr", daemon=True)
+        self._stderr_thread = threading.Thread(
+            target=self._read_stderr, args=(self._process.stderr,), name="capture-bpftrace-stderr", daemon=True
+        )
         self._stderr_thread.start()
         pipe = os.fdopen(read_end, "rb", buffering=1 << 16)
         self._pump = LinePump("bpftrace", pipe, self._parser, self._sink, on_other_line=self._control_line).start()
@@ -307,15 +310,15 @@ class EbpfCapture:
             return True
         return False
 
-    def _read_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        for raw in self._process.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            if "RLIMIT_MEMLOCK" in line:
-                continue  # harmless: memory for BPF maps is accounted by cgroup on this kernel
-            if self._parser is not None and (lost := _LOST.search(line)):
-                self._parser.lost_events += int(lost.group(1))
-            self._stderr_lines = [*self._stderr_lines[-30:], line]
+    def _read_stderr(self, stream: IO[bytes]) -> None:
+        with stream:
+            for raw in stream:
+                line = raw.decode(errors="replace").rstrip()
+                if "RLIMIT_MEMLOCK" in line:
+                    continue  # harmless: memory for BPF maps is accounted by cgroup on this kernel
+                if self._parser is not None and (lost := _LOST.search(line)):
+                    self._parser.lost_events += int(lost.group(1))
+                self._stderr_lines = [*self._stderr_lines[-30:], line]
 
     def _wait_ready(self) -> None:
         # READY is printed by BEGIN, which runs once every probe is attached (stdout is line-buffered, -B line).

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from app.traces.juicefs_log import JuiceFsLogParser
 from app.traces.operation import Operation
@@ -36,6 +37,8 @@ OPLOGFS = OPLOGFS_DIR / "oplogfs"
 MOUNT_TIMEOUT_S = 10
 EXIT_TIMEOUT_S = 30
 _INODE_PATH = re.compile(r"inode:(\d+)(?:/(.*))?$")
+_CREATED = re.compile(r"\] create \((\d+),([^,)]*),[^)]*\): \((\d+),")
+_RENAMED = re.compile(r"\] rename \((\d+),([^,)]*),(\d+),([^,)]*),\d+\) - OK")
 
 
 @functools.cache
@@ -80,6 +83,24 @@ class InodePaths:
         if found is None:
             return text
         return f"{found}/{name}" if name is not None else found
+
+    def learn(self, line: str) -> None:
+        """Names the log itself gives: a create's new inode, a rename's new name (before any rescan sees them)."""
+        created = _CREATED.search(line)
+        if created:
+            parent = self._lookup(int(created.group(1)))
+            if parent is not None:
+                self._paths[int(created.group(3))] = f"{parent}/{created.group(2)}"
+            return
+        renamed = _RENAMED.search(line)
+        if renamed:
+            old_parent, new_parent = self._lookup(int(renamed.group(1))), self._lookup(int(renamed.group(3)))
+            if old_parent is None or new_parent is None:
+                return
+            old, new = f"{old_parent}/{renamed.group(2)}", f"{new_parent}/{renamed.group(4)}"
+            for inode, path in list(self._paths.items()):
+                if path == old:
+                    self._paths[inode] = new
 
     def _lookup(self, inode: int) -> str | None:
         found = self._paths.get(inode)
@@ -137,21 +158,28 @@ class FuseCapture:
             )
         finally:
             os.close(write_end)
-        self._stderr_thread = threading.Thread(target=self._read_stderr, name="capture-oplogfs-stderr", daemon=True)
+        self._stderr_thread = threading.Thread(
+            target=self._read_stderr, args=(self._process.stderr,), name="capture-oplogfs-stderr", daemon=True
+        )
         self._stderr_thread.start()
         inodes = InodePaths(real_dir, mount_dir)
         pipe = os.fdopen(read_end, "rb", buffering=1 << 16)
         self._pump = LinePump(
-            "oplogfs", pipe, JuiceFsLogParser(), self._sink, transform=functools.partial(_with_paths, inodes)
+            "oplogfs",
+            pipe,
+            JuiceFsLogParser(),
+            self._sink,
+            transform=functools.partial(_with_paths, inodes),
+            on_other_line=functools.partial(_learn_names, inodes),
         ).start()
         self._wait_mounted(mount_dir)
 
-    def _read_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        for raw in self._process.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            if "invalid max threads" not in line:  # libfuse 3.14's harmless complaint about its own default
-                self._stderr = [*self._stderr[-20:], line]
+    def _read_stderr(self, stream: IO[bytes]) -> None:
+        with stream:
+            for raw in stream:
+                line = raw.decode(errors="replace").rstrip()
+                if "invalid max threads" not in line:  # libfuse 3.14's harmless complaint about its own default
+                    self._stderr = [*self._stderr[-20:], line]
 
     def _wait_mounted(self, mount_dir: Path) -> None:
         deadline = time.monotonic() + MOUNT_TIMEOUT_S
@@ -183,6 +211,8 @@ class FuseCapture:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(5)
         if self._pump is not None:
             self._pump.join()
             self.operations = self._pump.batcher.count
@@ -194,6 +224,12 @@ class FuseCapture:
     def stop(self) -> int:
         self.detach()
         return self.operations
+
+
+def _learn_names(inodes: InodePaths, line: str) -> bool:
+    if "] create (" in line or "] rename (" in line:
+        inodes.learn(line)
+    return False  # the parser reads the line as well
 
 
 def _with_paths(inodes: InodePaths, operations: list[Operation]) -> list[Operation]:

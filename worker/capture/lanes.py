@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from app.traces.records import Lane, TraceSink
 log = logging.getLogger("restorescope.capture")
 
 REFRESH_INTERVAL_S = 1.0
+BURST_S = 3.0
+BURST_INTERVAL_S = 0.05
 
 # performance_schema thread names (the part after "thread/") -> the role a DBA reads.
 _SERVER_ROLES = {
@@ -67,6 +70,8 @@ def role_of(comm: str, process: str, thread: ServerThread | None = None, client_
     """
     if thread is not None:
         short = thread.name.removeprefix("thread/")
+        if short == "sql/one_connection" and thread.processlist_id is None:
+            return "idle connection thread"  # in the thread cache, waiting for the next connection
         if short == "sql/one_connection" or (thread.processlist_id is not None and short.startswith("sql/")):
             program = f" ({thread.program})" if thread.program else ""
             return f"connection {thread.processlist_id}{program}"
@@ -89,10 +94,14 @@ def read_server_threads(connection: Any) -> tuple[dict[int, ServerThread], dict[
     """({os thread id: ServerThread}, {client pid: connection id}) from performance_schema."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT t.THREAD_OS_ID, t.NAME, t.PROCESSLIST_ID, a.ATTR_VALUE "
+            # The program a connection says it is (the mysql client sends program_name; libraries without
+            # it, such as pymysql, only their _client_name).
+            "SELECT t.THREAD_OS_ID, t.NAME, t.PROCESSLIST_ID, COALESCE(p.ATTR_VALUE, c.ATTR_VALUE) "
             "FROM performance_schema.threads t "
-            "LEFT JOIN performance_schema.session_connect_attrs a "
-            "ON a.PROCESSLIST_ID = t.PROCESSLIST_ID AND a.ATTR_NAME = 'program_name' "
+            "LEFT JOIN performance_schema.session_connect_attrs p "
+            "ON p.PROCESSLIST_ID = t.PROCESSLIST_ID AND p.ATTR_NAME = 'program_name' "
+            "LEFT JOIN performance_schema.session_connect_attrs c "
+            "ON c.PROCESSLIST_ID = t.PROCESSLIST_ID AND c.ATTR_NAME = '_client_name' "
             "WHERE t.THREAD_OS_ID IS NOT NULL"
         )
         threads = {
@@ -104,6 +113,20 @@ def read_server_threads(connection: Any) -> tuple[dict[int, ServerThread], dict[
         )
         client_connections = {int(value): int(pid) for pid, value in cursor.fetchall() if str(value).isdigit()}
     return threads, client_connections
+
+
+def _with_earlier_connections(lane: Lane, known: Lane | None) -> Lane:
+    """A server thread serves one connection after another (the thread cache): its lane says all of them."""
+    if known is None or not known.role.startswith("connection"):
+        return lane
+    if lane.role == "idle connection thread":
+        return known  # between connections: it keeps the names of those it served
+    if not lane.role.startswith("connection "):
+        return lane
+    new = lane.role.removeprefix("connection ")
+    if new in known.role:
+        return known if known.connection_id == lane.connection_id else replace(known, connection_id=lane.connection_id)
+    return replace(lane, role=f"{known.role}, then {new}")
 
 
 def _comm(pid: int, tid: int) -> str | None:
@@ -136,6 +159,8 @@ class LaneNamer:
         self._interval_s = interval_s
         self._named: dict[int, Lane] = {}
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._burst_until = 0.0
         self._thread: threading.Thread | None = None
         self._performance_schema_ok = connect is not None
         self._connection: Any = None
@@ -152,16 +177,28 @@ class LaneNamer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(10)
+        self._performance_schema_ok = False  # the last look is at /proc only: the server may be gone
         with contextlib.suppress(Exception):
             self.refresh()
         if self._connection is not None:
             with contextlib.suppress(Exception):
                 self._connection.close()
 
+    def look_closely(self, seconds: float = BURST_S) -> None:
+        """Refresh every BURST_INTERVAL_S for a while: a new client and its connection may live only briefly."""
+        self._burst_until = time.monotonic() + seconds
+        self._wake.set()
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        while not self._stop.is_set():
+            bursting = time.monotonic() < self._burst_until
+            self._wake.wait(BURST_INTERVAL_S if bursting else self._interval_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.refresh()
             except Exception:
@@ -187,11 +224,17 @@ class LaneNamer:
                     pid=pid,
                     connection_id=connection_id,
                 )
-                if self._named.get(tid) != lane:
+                known = self._named.get(tid)
+                if thread is None and known is not None and known.name.startswith("thread/"):
+                    continue  # named by performance_schema before: /proc alone knows less, keep that name
+                lane = _with_earlier_connections(lane, known)
+                if known != lane:
                     self._named[tid] = lane
                     self._sink.set_lane(lane)
 
     def _server_threads(self) -> tuple[dict[int, ServerThread], dict[int, int]]:
+        # One connection for the whole job, never reopened once lost: the server is then stopping, and a
+        # connect to its dying socket would only fail (and pymysql leaks the socket of a refused connect).
         if not self._performance_schema_ok or self._connect is None:
             return {}, {}
         try:
@@ -199,11 +242,10 @@ class LaneNamer:
                 self._connection = self._connect()
             return read_server_threads(self._connection)
         except Exception as error:  # performance_schema off, server gone, no privilege: /proc names only
+            log.info("lanes: no more names from performance_schema (%s); naming threads from /proc only", error)
+            self._performance_schema_ok = False
             if self._connection is not None:
                 with contextlib.suppress(Exception):
                     self._connection.close()
                 self._connection = None
-            if "performance_schema" in str(error) or "1142" in str(error) or "1146" in str(error):
-                log.info("lanes: performance_schema is not usable (%s); naming threads from /proc only", error)
-                self._performance_schema_ok = False
             return {}, {}

@@ -87,6 +87,7 @@ class JobCapture:
         self._log = log
         self._server_pids: list[int] = []
         self._client_pids: list[int] = []
+        self._tracer_pids: list[int] = []  # strace processes the job launched, their children being the clients
         self._lanes: LaneNamer | None = None
         self._strace: StraceCapture | None = None
         self._ebpf: EbpfCapture | None = None
@@ -142,7 +143,7 @@ class JobCapture:
     def pids(self) -> list[int]:
         """Processes whose threads have lanes: the server's, the clients' (and their children: under strace
         the process the job started is strace, the client its child)."""
-        return [*self._server_pids, *self._client_pids, *children_of(self._client_pids)]
+        return [*self._server_pids, *self._client_pids, *children_of(self._tracer_pids)]
 
     def client_popen(self, popen: Popen) -> Popen:
         """A popen for the processes the job launches: traced (strace), named on lanes (all backends)."""
@@ -152,9 +153,9 @@ class JobCapture:
 
         def traced(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
             process = start(args, **kwargs)
-            self._client_pids.append(process.pid)
+            (self._tracer_pids if self._strace is not None else self._client_pids).append(process.pid)
             if self._lanes is not None:
-                self._lanes.refresh()
+                self._lanes.look_closely()
             return process
 
         return traced

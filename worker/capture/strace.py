@@ -52,7 +52,9 @@ def _base_command(output_fd: int) -> list[str]:
         "-qq",  # no attach/exit chatter
         "-y",  # descriptors decoded to paths
         "-s",
-        "0",  # no buffer contents: we want sizes, not data (paths are printed in full regardless)
+        # Little of the buffers' contents (we want sizes, not data; paths are printed in full regardless),
+        # but -s also caps array elements, and io_submit's iocbs are an array: 0 would print "[...]".
+        "16",
         "-e",
         "signal=none",
         "-e",

@@ -8,7 +8,8 @@
  *
  *     2026.11.22 06:30:24.123456 [uid:0,gid:0,pid:11784] write (1835011,16384,49152,3) - OK <0.000021>
  *
- * The time is when the operation ended (UTC); pid is the kernel thread id of the caller, so every line
+ * Entry calls name (parent,name,...) as JuiceFS does: create (parent,name,mode), mkdir (parent,name,mode),
+ * unlink/rmdir (parent,name). The time is when the operation ended (UTC); pid is the kernel thread id of the caller, so every line
  * lands on the lane of the thread that asked for it. Inodes are the source files' own inode numbers
  * (use_ino), so the reader maps them to paths by looking at SOURCE.
  *
@@ -259,7 +260,7 @@ static int op_mkdir(const char *path, mode_t mode)
 	int result = mkdirat(source_fd, relative(path), mode) == 0 ? 0 : -errno;
 	const char *name;
 	unsigned long parent = parent_inode(path, &name);
-	log_op(&start, result, "mkdir (%lu,%s,%o,0)", parent, name, (unsigned)mode);
+	log_op(&start, result, "mkdir (%lu,%s,0%o)", parent, name, (unsigned)mode);
 	return result;
 }
 
@@ -374,10 +375,10 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	const char *name;
 	unsigned long parent = parent_inode(path, &name);
 	if (result == 0)
-		log_op(&start, 0, "create (%lu,%s,%o,0): (%lu,[]) [fh:%d]", parent, name, (unsigned)mode,
+		log_op(&start, 0, "create (%lu,%s,0%o): (%lu,[]) [fh:%d]", parent, name, (unsigned)mode,
 		       file_of(fi)->ino, file_of(fi)->fd);
 	else
-		log_op(&start, result, "create (%lu,%s,%o,0)", parent, name, (unsigned)mode);
+		log_op(&start, result, "create (%lu,%s,0%o)", parent, name, (unsigned)mode);
 	return result;
 }
 
