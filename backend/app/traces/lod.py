@@ -129,8 +129,12 @@ def dense_buckets(
     origin: int,
     width: int,
     n_buckets: int,
+    countable: npt.NDArray[np.bool_] | None = None,
 ) -> Dense:
-    """Exact sums of operations (sorted by slot, then start) into ``n_buckets`` of ``width`` from ``origin``."""
+    """Exact sums of operations (sorted by slot, then start) into ``n_buckets`` of ``width`` from ``origin``.
+
+    Operations whose ``countable`` is False add their time but not their count and bytes (they were
+    counted elsewhere)."""
     hi = origin + width * n_buckets
     out = Dense.zeros(n_slots, n_buckets)
     if not len(starts):
@@ -138,8 +142,9 @@ def dense_buckets(
     size = n_slots * n_buckets
     pieces = cut(starts, ends, origin, width, origin, hi)
     key = slots[pieces.row] * n_buckets + pieces.bucket
-    first_key = key[pieces.first]
-    first_rows = pieces.row[pieces.first]
+    counted = pieces.first if countable is None else pieces.first & countable[pieces.row]
+    first_key = key[counted]
+    first_rows = pieces.row[counted]
     out.count = np.bincount(first_key, minlength=size).reshape(n_slots, n_buckets).astype(np.int64)
     out.bytes = (
         np.bincount(first_key, weights=nbytes[first_rows], minlength=size).reshape(n_slots, n_buckets).astype(np.int64)
@@ -148,7 +153,7 @@ def dense_buckets(
     kind_us = np.bincount(kind_key, weights=_kind_weights(pieces), minlength=size * N_KINDS)
     out.kind_us = kind_us.astype(np.float64).reshape(n_slots, n_buckets, N_KINDS)
     out.kind_count = (
-        np.bincount(kind_key[pieces.first], minlength=size * N_KINDS).reshape(n_slots, n_buckets, N_KINDS)
+        np.bincount(kind_key[counted], minlength=size * N_KINDS).reshape(n_slots, n_buckets, N_KINDS)
     ).astype(np.int64)
     u_slot, u_start, u_end = union_intervals(slots, starts, ends)
     union = cut(u_start, u_end, origin, width, origin, hi)
@@ -282,22 +287,25 @@ def level_into(
     width: int,
     n_buckets: int,
     kinds: npt.NDArray[np.bool_] | None,
+    buckets: tuple[int, int],
 ) -> None:
-    """Add the level buckets of ``lanes`` ((tid, slot) pairs) overlapping the window into ``out``.
+    """Add the level buckets [first, last) of ``lanes`` ((tid, slot) pairs) into ``out``; they lie inside
+    the window (the caller sums the operations of the window's edges exactly).
 
     Each level bucket's time is split between the (at most two) window buckets it overlaps, in
     proportion; its count and bytes go whole to the window bucket where it starts.
     """
-    hi = origin + width * n_buckets
-    first_bucket, last_bucket = origin // level.width, (hi - 1) // level.width
+    first_bucket, end_bucket = buckets
+    if first_bucket >= end_bucket:
+        return
     ranges, slots = [], []
     for tid, slot in lanes:
         begin, end = level.lanes.get(tid, (0, 0))
         if begin == end:
             continue
-        buckets = level.bucket[begin:end]
-        lo = begin + int(np.searchsorted(buckets, first_bucket, side="left"))
-        up = begin + int(np.searchsorted(buckets, last_bucket, side="right"))
+        lane_buckets = level.bucket[begin:end]
+        lo = begin + int(np.searchsorted(lane_buckets, first_bucket, side="left"))
+        up = begin + int(np.searchsorted(lane_buckets, end_bucket, side="left"))
         if lo < up:
             ranges.append(np.arange(lo, up))
             slots.append(np.full(up - lo, slot, dtype=np.int64))
@@ -305,13 +313,11 @@ def level_into(
         return
     rows = np.concatenate(ranges)
     slot_of_row = np.concatenate(slots)
-    bucket = level.bucket[rows]
-    b_start = np.maximum(bucket * level.width, origin)
-    b_end = np.minimum((bucket + 1) * level.width, hi)
+    b_start = level.bucket[rows] * level.width
+    b_end = b_start + level.width
     i0 = (b_start - origin) // width
     i1 = np.minimum((b_end - 1 - origin) // width, n_buckets - 1)
     edge = np.minimum(origin + (i0 + 1) * width, b_end)
-    # A level bucket cut by the window's edge brings only the part inside (its sums taken as uniform).
     # Summed per window bucket with one bincount per column. Counts, bytes and kind times go to the
     # window bucket where the level bucket starts; busy time is split between the two it overlaps.
     size = out.count.size
@@ -319,8 +325,8 @@ def level_into(
     flat_kind_us = out.kind_us.reshape(-1, N_KINDS)
     if kinds is None:
         busy = level.busy_us[rows]
-        out.count.reshape(-1)[...] += np.bincount(k0, weights=level.count[rows], minlength=size).astype(np.int64)
-        out.bytes.reshape(-1)[...] += np.bincount(k0, weights=level.bytes[rows], minlength=size).astype(np.int64)
+        count: Floats = level.count[rows].astype(np.float64)
+        nbytes: Floats = level.bytes[rows].astype(np.float64)
         for kind in range(N_KINDS):
             flat_kind_us[:, kind] += np.bincount(k0, weights=level.kind_us[rows, kind], minlength=size)
     else:
@@ -333,10 +339,11 @@ def level_into(
             busy += time_of_kind
             count += count_of_kind
             flat_kind_us[:, kind] += np.bincount(k0, weights=time_of_kind, minlength=size)
-            flat_kind_count[:, kind] += np.bincount(k0, weights=count_of_kind, minlength=size).astype(np.int64)
-        out.count.reshape(-1)[...] += np.bincount(k0, weights=count, minlength=size).astype(np.int64)
-        if kinds[KIND_CODE["read"]] or kinds[KIND_CODE["write"]]:
-            out.bytes.reshape(-1)[...] += np.bincount(k0, weights=level.bytes[rows], minlength=size).astype(np.int64)
+            flat_kind_count[:, kind] += np.rint(np.bincount(k0, weights=count_of_kind, minlength=size)).astype(np.int64)
+        moves_data = kinds[KIND_CODE["read"]] or kinds[KIND_CODE["write"]]
+        nbytes = level.bytes[rows].astype(np.float64) if moves_data else np.zeros(len(rows))
+    out.count.reshape(-1)[...] += np.rint(np.bincount(k0, weights=count, minlength=size)).astype(np.int64)
+    out.bytes.reshape(-1)[...] += np.rint(np.bincount(k0, weights=nbytes, minlength=size)).astype(np.int64)
     flat_busy = out.busy_us.reshape(-1)
     flat_busy += np.bincount(k0, weights=busy * ((edge - b_start) / level.width), minlength=size)
     spill = np.flatnonzero(i1 > i0)

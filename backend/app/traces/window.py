@@ -61,6 +61,11 @@ class Selection:
     def __len__(self) -> int:
         return len(self.start)
 
+    def subset(self, keep: npt.NDArray[np.bool_]) -> "Selection":
+        return Selection(
+            self.slot[keep], self.start[keep], self.end[keep], self.kind[keep], self.segment[keep], self.row[keep]
+        )
+
 
 def lane_roles(data: TraceData) -> dict[int, dict[str, Any]]:
     """Every lane the trace knows: named by a producer, or seen in operations ("thread N" / "pid N")."""
@@ -93,11 +98,21 @@ def path_codes(segment: Segment, needle: str | None) -> npt.NDArray[np.int32] | 
     return np.array([code for code, path in enumerate(segment.paths) if needle in path], dtype=np.int32)
 
 
-def select_operations(data: TraceData, lanes: list[tuple[int, int]], t0: int, t1: int, filters: Filters) -> Selection:
-    """Operations of ``lanes`` ((tid, slot) pairs) overlapping [t0, t1) that pass the filters."""
+def select_operations(
+    data: TraceData,
+    lanes: list[tuple[int, int]],
+    t0: int,
+    t1: int,
+    filters: Filters,
+    segments: list[int] | None = None,
+) -> Selection:
+    """Operations of ``lanes`` ((tid, slot) pairs) overlapping [t0, t1) that pass the filters, sorted by
+    (slot, start); from the given segments only, if given."""
     kind_mask = filters.kind_mask()
     parts: list[tuple[Int64s, Int64s, Int64s, npt.NDArray[np.int8], npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
     for number, segment in enumerate(data.segments):
+        if segments is not None and number not in segments:
+            continue
         ranges, slots = [], []
         for tid, slot in lanes:
             lo, hi = segment.window_rows(tid, t0, t1)
@@ -187,9 +202,11 @@ def _span_columns(spans: Spans, tid: int, t0: int, t1: int, bucket_us: int, widt
             continue
         start, duration, label = spans.start[lo:hi], spans.duration[lo:hi], spans.label[lo:hi]
         keep = start + duration > t0
-        start, duration, label = start[keep], np.maximum(duration[keep], bucket_us), label[keep]
+        start, duration, label = start[keep], duration[keep], label[keep]
         if len(start) > max(1, width_px // SPANS_PER_PIXEL_DIVISOR):
             start, duration, label = _merge_spans(start, duration, label, t0, t1, bucket_us, len(spans.labels))
+        else:
+            duration = np.maximum(duration, bucket_us)  # at least one bucket wide, so it can be seen
         out["start_us"] += start.tolist()
         out["duration_us"] += duration.tolist()
         out["track"] += [track] * len(start)
@@ -235,6 +252,45 @@ def decimate(
     return [[a, b] for a, b in zip(t[picked].tolist(), v[picked].tolist(), strict=True)]
 
 
+def _sum_exactly(
+    data: TraceData,
+    parts: list[tuple[Selection, Int64s, Int64s, npt.NDArray[np.bool_]]],
+    *,
+    n_slots: int,
+    origin: int,
+    width: int,
+    n_buckets: int,
+) -> lod.Dense:
+    slot, start, end, kind, nbytes, countable = [], [], [], [], [], []
+    for selection, lo, hi, counts in parts:
+        slot.append(selection.slot)
+        start.append(np.maximum(selection.start, lo))
+        end.append(np.maximum(np.minimum(selection.end, hi), np.maximum(selection.start, lo)))
+        kind.append(selection.kind)
+        nbytes.append(selection_bytes(data, selection))
+        countable.append(counts)
+    columns = [np.concatenate(column) for column in (slot, start, end, kind, nbytes, countable)]
+    order = np.lexsort((columns[1], columns[0]))
+    return lod.dense_buckets(
+        *(column[order] for column in columns[:5]),
+        countable=columns[5][order],
+        n_slots=n_slots,
+        origin=origin,
+        width=width,
+        n_buckets=n_buckets,
+    )
+
+
+def selection_bytes(data: TraceData, selection: Selection) -> Int64s:
+    nbytes = np.zeros(len(selection), dtype=np.int64)
+    for number in np.unique(selection.segment).tolist():
+        mine = selection.segment == number
+        segment = data.segments[number]
+        rows = selection.row[mine]
+        nbytes[mine] = lod.io_bytes(segment.kind[rows], segment.size[rows])
+    return nbytes
+
+
 def read_window(
     data: TraceData, *, t0: int, t1: int, width_px: int, filters: Filters, columns: bool = False
 ) -> dict[str, Any]:
@@ -257,40 +313,40 @@ def read_window(
     from_pyramid = [tid for tid in tids if pyramid_usable and estimate[tid] > EXACT_OPS_PER_PIXEL * width_px]
     exact = [tid for tid in tids if tid not in set(from_pyramid) and estimate[tid] > 0]
     dense = lod.Dense.zeros(len(tids), n_buckets)
-    kind_mask = filters.kind_mask()
-    for level in levels:
-        if level is not None and from_pyramid:
-            lod.level_into(
-                level,
-                [(tid, slots[tid]) for tid in from_pyramid],
-                dense,
-                origin=t0,
-                width=bucket_us,
-                n_buckets=n_buckets,
-                kinds=kind_mask,
-            )
+    pyramid_lanes = [(tid, slots[tid]) for tid in from_pyramid]
+    # Operations summed exactly: those of quiet lanes, and those of busy lanes near the window's edges,
+    # where the pyramid's buckets stick out of the window. Each comes with the stretch of time it is
+    # clipped to and whether it counts (it does where it starts, or in bucket 0 when before t0).
+    exact_parts: list[tuple[Selection, Int64s, Int64s, npt.NDArray[np.bool_]]] = []
     selection = select_operations(data, [(tid, slots[tid]) for tid in exact], t0, t1, filters)
     per_slot = np.bincount(selection.slot, minlength=len(tids))
     raw_slots = {slots[tid] for tid in exact if per_slot[slots[tid]] <= width_px}
-    to_sum = ~np.isin(selection.slot, np.array(sorted(raw_slots), dtype=np.int64))
-    if to_sum.any():
-        segment_of = selection.segment[to_sum]
-        rows = selection.row[to_sum]
-        nbytes = np.zeros(len(rows), dtype=np.int64)
-        for number in np.unique(segment_of).tolist():
-            mine = segment_of == number
-            segment = data.segments[number]
-            nbytes[mine] = lod.io_bytes(segment.kind[rows[mine]], segment.size[rows[mine]])
-        exact_dense = lod.dense_buckets(
-            selection.slot[to_sum],
-            selection.start[to_sum],
-            selection.end[to_sum],
-            selection.kind[to_sum],
-            nbytes,
-            n_slots=len(tids),
+    summed = selection.subset(~np.isin(selection.slot, np.array(sorted(raw_slots), dtype=np.int64)))
+    exact_parts.append((summed, np.full(len(summed), t0), np.full(len(summed), t1), np.ones(len(summed), bool)))
+    for number, level in enumerate(levels):
+        if level is None or not pyramid_lanes or not len(data.segments[number]):
+            continue
+        inner_lo = -(-t0 // level.width) * level.width
+        inner_hi = max(inner_lo, t1 // level.width * level.width)
+        lod.level_into(
+            level,
+            pyramid_lanes,
+            dense,
             origin=t0,
             width=bucket_us,
             n_buckets=n_buckets,
+            kinds=filters.kind_mask(),
+            buckets=(inner_lo // level.width, inner_hi // level.width),
+        )
+        for lo, hi in ((t0, min(inner_lo, t1)), (max(inner_hi, t0), t1)):
+            if lo >= hi or (inner_lo == inner_hi and lo > t0):
+                continue
+            edge = select_operations(data, pyramid_lanes, lo, hi, filters, segments=[number])
+            countable = (edge.start >= lo) | (lo == t0)
+            exact_parts.append((edge, np.full(len(edge), lo), np.full(len(edge), hi), countable))
+    if any(len(part[0]) for part in exact_parts):
+        exact_dense = _sum_exactly(
+            data, exact_parts, n_slots=len(tids), origin=t0, width=bucket_us, n_buckets=n_buckets
         )
         for name in ("busy_us", "count", "bytes", "kind_us", "kind_count"):
             getattr(dense, name)[...] += getattr(exact_dense, name)
