@@ -181,3 +181,9 @@ def measured_aio_change(asked: str, mode: str, path: Path = AIO_COST_FILE) -> tu
         return None
     source = f"bench/capture_overhead.py, {data.get('dataset', 'sysbench dump')}, {data.get('measured_on', '')}"
     return (after / before - 1) * 100, source.rstrip(", ")
+
+
+def mariabackup_aio_options(backend: str) -> list[str]:
+    """Options for `mariabackup --prepare` under backend: prepare ignores --skip-innodb-use-native-aio but
+    honours --innodb-linux-aio, so strace gets libaio (io_submit) and everything else keeps io_uring."""
+    return ["--innodb-linux-aio=aio"] if backend == "strace" else []
