@@ -171,10 +171,10 @@ def aio_switch_note(backend: str, asked: AioMode, mode: AioMode) -> str:
     return f"{head}; on this machine that changed restore time by {percent:+.0f}% ({measured})"
 
 
-def measured_aio_change(asked: str, mode: str, path: Path = AIO_COST_FILE) -> tuple[float, str] | None:
+def measured_aio_change(asked: str, mode: str, path: Path | None = None) -> tuple[float, str] | None:
     """(percent change of restore time from asked to mode, where and when it was measured), if measured."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads((path or AIO_COST_FILE).read_text())
         seconds = data["restore_seconds"]
         before, after = float(seconds[asked]), float(seconds[mode])
     except (OSError, ValueError, KeyError, TypeError):
