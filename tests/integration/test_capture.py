@@ -73,7 +73,7 @@ def test_fuse_capture_sees_the_datadir_and_leaves_no_mount(
     live_worker: Stack, demo_dumps: dict[str, Path], work_root: Path
 ) -> None:
     job = live_worker.restore("demo/shop.sql", capture="fuse")
-    trace = _assert_captured_restore(live_worker, job, "fuse")
+    _assert_captured_restore(live_worker, job, "fuse")
     assert {op["op"] for op in _ibd_writes(live_worker, job["id"])} == {"write"}
     assert mounts_under(work_root) == []
 
