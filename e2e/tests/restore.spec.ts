@@ -1,3 +1,4 @@
+import { LIGHT, spotsOfColour } from "./canvas";
 import { expect, test } from "./fixtures";
 
 test.describe.configure({ mode: "serial" });
@@ -37,10 +38,39 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   await expect(page.getByLabel("Job log")).toContainText("restor");
   await saveScreenshot(page, "run");
 
+  // The IO timeline of the restore: one lane per server thread, labelled by its role, with coloured bars.
+  await page.getByRole("link", { name: "IO timeline" }).click();
+  await expect(page).toHaveURL(/\/jobs\/\d+\/timeline$/);
+  const labels = page.getByTestId("lane-label");
+  await expect(labels.first()).toBeVisible();
+  expect(await labels.count()).toBeGreaterThan(1);
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.write)).length + (await spotsOfColour(page, LIGHT.read)).length).toBeGreaterThan(0);
+  await saveScreenshot(page, "timeline-restore");
+
   await page.getByRole("link", { name: "Jobs" }).first().click();
   const row = page.locator("tbody tr").first();
   await expect(row).toContainText("succeeded");
   await expect(row).toContainText("sandbox · fast-restore");
   await expect(row).toContainText("e2e dba");
   await saveScreenshot(page, "jobs");
+});
+
+test("the jobs list follows a running job live, and a finished job can be retried", async ({ page, request }) => {
+  const created = await request.post("/api/v1/jobs/restore", {
+    data: { backup_path: "demo/shop.sql.zst", target: { kind: "sandbox", preset: "fast-restore" }, capture: "none", started_by: "api user" },
+  });
+  expect(created.status()).toBe(201);
+  const { id } = (await created.json()) as { id: number };
+  await page.goto("/");
+  const row = page.getByTestId(`job-row-${String(id)}`);
+  await expect(row).toContainText("api user");
+  // No reload: the list polls while a job is active.
+  await expect(row).toContainText("succeeded", { timeout: 90_000 });
+
+  await row.click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${String(id)}$`));
+  await page.getByRole("button", { name: "Retry" }).click();
+  await page.waitForURL((url) => /^\/jobs\/\d+$/.test(url.pathname) && url.pathname !== `/jobs/${String(id)}`);
+  await expect(page.getByText(`job #${String(id)}`)).toBeVisible();
+  await expect(page.getByTestId("percent")).toHaveText("100 %", { timeout: 90_000 });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import {
+  commonDirectory,
   formatBytes,
   formatCount,
   formatDuration,
@@ -70,5 +71,18 @@ describe("small formatters", () => {
     [formatOffset(null), "–"],
   ])("%s is %s", (actual, expected) => {
     expect(actual).toBe(expected);
+  });
+});
+
+describe("commonDirectory", () => {
+  it.each([
+    [[], ""],
+    [["/data/ibdata1"], ""],
+    [["/srv/job-1/data/ibdata1", "/srv/job-1/data/shop/orders.ibd"], "/srv/job-1/data/"],
+    [["/srv/job-1/data/ib_logfile0", "/srv/job-1/data/ibdata1"], "/srv/job-1/data/"],
+    [["/a/x", "/b/y"], "/"],
+    [["inode:17669", "inode:17670"], ""],
+  ])("%o share %s", (paths, directory) => {
+    expect(commonDirectory(paths)).toBe(directory);
   });
 });

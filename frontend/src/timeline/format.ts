@@ -83,3 +83,14 @@ export function formatRowsPerSecond(rows: number | null | undefined): string {
   if (rows === null || rows === undefined || !Number.isFinite(rows)) return "–";
   return `${formatCount(rows)} rows/s`;
 }
+
+/** The directory every path shares ("/srv/x/data/"), shown once above the table instead of on every row. */
+export function commonDirectory(paths: readonly string[]): string {
+  const first = paths[0];
+  if (first === undefined || paths.length < 2) return "";
+  let prefix = first;
+  for (const path of paths) {
+    while (!path.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  }
+  return prefix.slice(0, prefix.lastIndexOf("/") + 1);
+}

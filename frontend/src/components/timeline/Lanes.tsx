@@ -254,8 +254,10 @@ export function Lanes(props: LanesProps) {
                 >
                   {isCollapsed ? "▶" : "▼"}
                 </button>
-                {!isCollapsed && <span className="name">{laneLabel(lane)}</span>}
-                {isCollapsed && <span className="name sub" style={{ fontSize: 10 }}>{laneLabel(lane)}</span>}
+                <span className={`name ${isCollapsed ? "sub" : ""}`} style={isCollapsed ? { fontSize: 10 } : undefined}>
+                  {lane.role || "thread"}
+                  {lane.name && lane.name !== lane.role && <span className="sub"> {lane.name}</span>}
+                </span>
                 <span className="tid">{lane.tid}</span>
               </div>
             );

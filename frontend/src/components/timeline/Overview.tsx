@@ -69,11 +69,14 @@ export function Overview({
     if (peak <= 0) return;
     const usable = OVERVIEW_HEIGHT - 4;
     for (const [x, column] of columns) {
+      let total = 0;
+      for (const value of column.values()) total += value;
       let y = OVERVIEW_HEIGHT;
       for (const kind of KINDS) {
         const value = column.get(kind);
         if (value === undefined) continue;
-        const h = (value / peak) * usable;
+        // Square root: one column where every thread is busy must not flatten the rest of the strip.
+        const h = (value / total) * Math.sqrt(total / peak) * usable;
         context.fillStyle = palette.kinds[kind];
         context.fillRect(x, y - h, 1, h);
         y -= h;

@@ -1,5 +1,5 @@
 import type { TraceStats } from "../../queries/traces";
-import { formatBytes, formatCount, formatDuration, formatPercent, formatRate } from "../../timeline/format";
+import { commonDirectory, formatBytes, formatCount, formatDuration, formatPercent, formatRate } from "../../timeline/format";
 import { type Kind, asKind } from "../../timeline/kinds";
 import type { Palette } from "./palette";
 
@@ -103,6 +103,7 @@ function Histogram({
 export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; palette: Palette; scope: string }) {
   const threads = [...stats.threads].sort((a, b) => b.busy_pct - a.busy_pct).slice(0, 30);
   const files = [...stats.files].sort((a, b) => b.busy_us - a.busy_us).slice(0, 50);
+  const directory = commonDirectory(files.map((f) => f.path));
   const { sequential_ops: sequential, random_ops: random, sequential_pct: sequentialPct } = stats.access;
   return (
     <>
@@ -156,7 +157,9 @@ export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; pale
         </div>
       </div>
       <div className="panel">
-        <h3>Files</h3>
+        <h3>
+          Files {directory && <span className="sub mono">under {directory}</span>}
+        </h3>
         {files.length === 0 ? (
           <p className="sub">No file was touched.</p>
         ) : (
@@ -176,7 +179,9 @@ export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; pale
               <tbody>
                 {files.map((file) => (
                   <tr key={file.path}>
-                    <td className="mono">{file.path}</td>
+                    <td className="mono" title={file.path}>
+                      {file.path.slice(directory.length)}
+                    </td>
                     <td className="num">{formatCount(file.reads)}</td>
                     <td className="num">{formatCount(file.writes)}</td>
                     <td className="num">{formatCount(file.fsyncs)}</td>
