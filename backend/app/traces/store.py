@@ -18,11 +18,12 @@ Strings (op, kind, path, result, span labels, counter tracks) are dictionary-enc
 import contextlib
 import json
 import logging
+import operator
 import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -87,15 +88,20 @@ class _Dictionary:
         self.values: list[str] = []
 
     def encode(self, column: list[str | None]) -> pa.DictionaryArray:
+        return self.encode_field(column, None)
+
+    def encode_field(self, records: Sequence[Any], name: str | None) -> pa.DictionaryArray:
+        """Codes of ``records``' attribute ``name`` (of the records themselves when None), in one C-level pass."""
         codes = self.codes
+        values = records if name is None else list(map(operator.attrgetter(name), records))
         try:
-            indices = list(map(codes.__getitem__, column))
+            indices = list(map(codes.__getitem__, values))
         except KeyError:
-            for value in column:
+            for value in values:
                 if value not in codes:
                     codes[value] = len(self.values)
                     self.values.append(str(value))
-            indices = list(map(codes.__getitem__, column))
+            indices = list(map(codes.__getitem__, values))
         return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(self.values, pa.string()))
 
 
@@ -105,12 +111,12 @@ def operations_table(operations: list[Operation], dictionaries: dict[str, _Dicti
         pa.array([o.start_us for o in operations], pa.int64()),
         pa.array([o.duration_us for o in operations], pa.int64()),
         pa.array([o.tid for o in operations], pa.int64()),
-        dictionaries["op"].encode([o.op for o in operations]),
-        dictionaries["kind"].encode([o.kind for o in operations]),
-        dictionaries["path"].encode([o.path for o in operations]),
+        dictionaries["op"].encode_field(operations, "op"),
+        dictionaries["kind"].encode_field(operations, "kind"),
+        dictionaries["path"].encode_field(operations, "path"),
         pa.array([o.offset for o in operations], pa.int64()),
         pa.array([o.size for o in operations], pa.int64()),
-        dictionaries["result"].encode([o.result for o in operations]),
+        dictionaries["result"].encode_field(operations, "result"),
     ]
     return pa.Table.from_arrays(columns, schema=OPERATION_SCHEMA)
 
@@ -213,6 +219,16 @@ class _Batch:
         return len(self.operations) + len(self.spans) + len(self.counters)
 
 
+@dataclass
+class _Tables:
+    """One batch converted, waiting to be written."""
+
+    operations: pa.Table | None = None
+    spans: pa.Table | None = None
+    counters: pa.Table | None = None
+    counter_units: dict[str, str] = field(default_factory=dict)
+
+
 class TraceClosed(RuntimeError):
     """A producer wrote to a trace after it was closed."""
 
@@ -256,10 +272,16 @@ class TraceWriter:
         self._dictionaries = {
             name: _Dictionary() for name in ("op", "kind", "path", "result", "track", "label", "counter", "unit")
         }
+        # Batches wait for conversion, converted tables for writing; both bounded (back-pressure).
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=2)
-        self._flusher = threading.Thread(target=self._run_flusher, name=f"trace-writer-{directory.name}", daemon=True)
+        self._tables: queue.Queue[_Tables | None] = queue.Queue(maxsize=1)
+        self._flusher = threading.Thread(target=self._run_flusher, name=f"trace-convert-{directory.name}", daemon=True)
+        self._part_writer = threading.Thread(
+            target=self._run_part_writer, name=f"trace-write-{directory.name}", daemon=True
+        )
         self._write_meta()
         self._flusher.start()
+        self._part_writer.start()
 
     # --- the TraceSink interface -------------------------------------------------------------------
     def add_operations(self, operations: Iterable[Operation]) -> None:
@@ -315,7 +337,8 @@ class TraceWriter:
             batch, self._batch = self._batch, _Batch()
             self._meta_dirty = True
         self._queue.put(batch)
-        self._queue.join()
+        self._queue.join()  # every batch converted and its tables queued...
+        self._tables.join()  # ...and written
 
     def close(self, *, status: str = "complete") -> TraceSummary:
         """Write what is buffered, build the query files and mark the trace ``status``; returns the summary."""
@@ -327,6 +350,7 @@ class TraceWriter:
         self._queue.put(rest)
         self._queue.put(None)
         self._flusher.join()
+        self._part_writer.join()
         if self._error is not None and status == "complete":
             status = "failed"
         if self._compact_on_close and self._error is None:
@@ -382,6 +406,7 @@ class TraceWriter:
             self._queue.put(batch)  # blocks while two batches wait: back-pressure keeps memory bounded
 
     def _run_flusher(self) -> None:
+        """Turns batches of records into tables (Python work, holding the GIL) for the part writer."""
         deadline = time.monotonic() + self.flush_every_s
         while True:
             try:
@@ -389,48 +414,83 @@ class TraceWriter:
             except queue.Empty:
                 with self._lock:
                     batch, self._batch = self._batch, _Batch()
-                self._write_or_keep_error(batch)
+                self._convert_or_keep_error(batch)
                 deadline = time.monotonic() + self.flush_every_s
                 continue
             if batch is None:
+                self._tables.put(None)
                 self._queue.task_done()
                 return
             if time.monotonic() >= deadline:
                 deadline = time.monotonic() + self.flush_every_s
-            self._write_or_keep_error(batch)
+            self._convert_or_keep_error(batch)
             self._queue.task_done()
 
-    def _write_or_keep_error(self, batch: _Batch) -> None:
+    def _convert_or_keep_error(self, batch: _Batch) -> None:
         if self._error is not None:
             return  # keep draining so producers never block on a dead writer
         try:
-            self._write_batch(batch)
+            if len(batch) or self._meta_dirty:
+                self._tables.put(self._convert(batch))
         except BaseException as error:  # reported to the producer by its next call
             self._error = error
 
-    def _write_batch(self, batch: _Batch) -> None:
-        if not len(batch) and not self._meta_dirty:
-            return
+    def _convert(self, batch: _Batch) -> _Tables:
+        tables = _Tables()
         if batch.operations:
             table = operations_table(batch.operations, self._dictionaries)
-            table = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
-            self._write_part("ops", table)
-            self._count_operations(table)
+            tables.operations = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
         if batch.spans:
-            self._write_part("spans", _spans_table(batch.spans, self._dictionaries))
-            self._summary.spans += len(batch.spans)
+            tables.spans = _spans_table(batch.spans, self._dictionaries)
         if batch.counters:
-            self._write_part("counters", _counters_table(batch.counters, self._dictionaries))
-            self._summary.counter_samples += len(batch.counters)
+            tables.counters = _counters_table(batch.counters, self._dictionaries)
             for sample in batch.counters:
-                self._summary.counters.setdefault(sample.track, sample.unit)
+                tables.counter_units.setdefault(sample.track, sample.unit)
+        return tables
+
+    def _run_part_writer(self) -> None:
+        """Writes the tables as Parquet parts (pyarrow releases the GIL: this overlaps the conversion)."""
+        while True:
+            tables = self._tables.get()
+            if tables is None:
+                self._tables.task_done()
+                return
+            if self._error is None:
+                try:
+                    self._write_tables(tables)
+                except BaseException as error:  # reported to the producer by its next call
+                    self._error = error
+            self._tables.task_done()
+
+    def _write_tables(self, tables: _Tables) -> None:
+        if tables.operations is not None:
+            self._write_part("ops", tables.operations)
+            self._count_operations(tables.operations)
+        if tables.spans is not None:
+            self._write_part("spans", tables.spans)
+            self._summary.spans += tables.spans.num_rows
+        if tables.counters is not None:
+            self._write_part("counters", tables.counters)
+            self._summary.counter_samples += tables.counters.num_rows
+            for track, unit in tables.counter_units.items():
+                self._summary.counters.setdefault(track, unit)
         self._write_meta()
 
     def _write_part(self, kind: str, table: pa.Table) -> None:
         self._summary.parts += 1
         final = self.directory / kind / f"part-{self._summary.parts:06d}.parquet"
         temporary = final.with_name(f".{final.name}.tmp")
-        pq.write_table(table, temporary, compression="zstd", compression_level=1, row_group_size=1 << 20)
+        # Dictionary encoding only for the string columns and statistics only for time and lane: trying
+        # dictionaries and statistics on every numeric column more than doubles the cost of a part.
+        pq.write_table(
+            table,
+            temporary,
+            compression="zstd",
+            compression_level=1,
+            row_group_size=1 << 20,
+            use_dictionary=[field.name for field in table.schema if pa.types.is_dictionary(field.type)],
+            write_statistics=[name for name in ("start_us", "tid", "t_us") if name in table.schema.names],
+        )
         temporary.replace(final)
 
     def _count_operations(self, table: pa.Table) -> None:

@@ -150,9 +150,20 @@ SPAN_FIELDS = ("start_us", "duration_us", "track", "label")
 
 
 def as_rows(columns: Columns) -> list[dict[str, Any]]:
-    """{field: [values]} -> [{field: value}]."""
-    names = list(columns)
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    """{field: [values]} -> [{field: value}], with a dict display per known shape (several times faster
+    than dict(zip(...)) for the hundred thousand buckets of a zoomed-out window)."""
+    fields = tuple(columns)
+    values = columns.values()
+    if fields == BUCKET_FIELDS:
+        return [{"i": a, "busy": b, "kind": c, "count": d, "bytes": e} for a, b, c, d, e in zip(*values, strict=True)]
+    if fields == SPAN_FIELDS:
+        return [{"start_us": a, "duration_us": b, "track": c, "label": d} for a, b, c, d in zip(*values, strict=True)]
+    if fields == OPERATION_FIELDS[1:]:
+        return [
+            {"start_us": a, "duration_us": b, "op": c, "kind": d, "path": e, "offset": f, "size": g, "result": h}
+            for a, b, c, d, e, f, g, h in zip(*values, strict=True)
+        ]
+    return [dict(zip(fields, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def operation_columns(data: TraceData, selection: Selection, picked: npt.NDArray[np.intp]) -> Columns:
