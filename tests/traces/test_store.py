@@ -183,3 +183,19 @@ def test_open_job_trace_keeps_the_summary_row(job_id: int) -> None:
         assert (row.t_min_us, row.t_max_us) == (100, 210)
         assert row.kinds["read"] == 1 and row.finished_at is not None
     assert (trace_dir(get_settings(), job_id) / "meta.json").exists()
+
+
+def test_runs_of_small_parts_are_merged_and_nothing_is_lost(tmp_path: Path) -> None:
+    """A quiet capture flushes a tiny part every second: 32 of them become one file."""
+    writer = TraceWriter(tmp_path / "t", flush_every_ops=1_000, flush_every_s=60)
+    for i in range(40):
+        writer.add_operations([op(i * 100 + j, tid=1 + j % 2) for j in range(5)])
+        writer.add_spans([Span(1, i * 100, 50, "cpu", "running")])
+        writer.flush()
+    parts = [p.name for p in iter_parts(tmp_path / "t", "ops")]
+    assert len(parts) == 1 + 8 and parts[0] == "part-000001-000063.parquet"
+    rows = read_ops(tmp_path / "t")
+    assert sorted(int(str(r["start_us"])) for r in rows) == sorted(i * 100 + j for i in range(40) for j in range(5))
+    summary = writer.close()
+    assert summary.operations == 200 and summary.spans == 40
+    assert len(read_ops(tmp_path / "t")) == 200

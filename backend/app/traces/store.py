@@ -15,7 +15,6 @@ operations sorted by lane and time, and level-of-detail summaries, so zoomed-out
 Strings (op, kind, path, result, span labels, counter tracks) are dictionary-encoded in every part.
 """
 
-import contextlib
 import json
 import logging
 import operator
@@ -38,6 +37,7 @@ from app.traces.operation import Malformed, Operation
 from app.traces.records import CounterSample, Lane, Span
 
 KINDS: Final = ("read", "write", "fsync", "open", "close", "other")
+MERGE_PARTS: Final = 32  # small parts merged into one this many at a time
 MALFORMED_KEPT: Final = 100
 META_FILE: Final = "meta.json"
 FORMAT_VERSION: Final = 1
@@ -266,6 +266,7 @@ class TraceWriter:
         self._batch = _Batch()
         self._summary = TraceSummary()
         self._lanes: dict[int, Lane] = {}
+        self._small_parts: dict[str, list[tuple[int, int]]] = {}  # kind -> [(part number, rows)] since a merge
         self._meta_dirty = True
         self._closed = False
         self._error: BaseException | None = None
@@ -478,20 +479,29 @@ class TraceWriter:
 
     def _write_part(self, kind: str, table: pa.Table) -> None:
         self._summary.parts += 1
-        final = self.directory / kind / f"part-{self._summary.parts:06d}.parquet"
-        temporary = final.with_name(f".{final.name}.tmp")
-        # Dictionary encoding only for the string columns and statistics only for time and lane: trying
-        # dictionaries and statistics on every numeric column more than doubles the cost of a part.
-        pq.write_table(
-            table,
-            temporary,
-            compression="zstd",
-            compression_level=1,
-            row_group_size=1 << 20,
-            use_dictionary=[field.name for field in table.schema if pa.types.is_dictionary(field.type)],
-            write_statistics=[name for name in ("start_us", "tid", "t_us") if name in table.schema.names],
-        )
-        temporary.replace(final)
+        number = self._summary.parts
+        _write_parquet(table, self.directory / kind / f"part-{number:06d}.parquet")
+        # A long, quiet capture flushes a small part every second: merge runs of them, so readers open
+        # a few files rather than thousands.
+        small = self._small_parts.setdefault(kind, [])
+        small.append((number, table.num_rows))
+        if len(small) >= MERGE_PARTS:
+            if sum(rows for _, rows in small) < self.flush_every_ops:
+                self._merge_parts(kind, [n for n, _ in small])
+            small.clear()
+
+    def _merge_parts(self, kind: str, numbers: list[int]) -> None:
+        folder = self.directory / kind
+        paths = [folder / f"part-{n:06d}.parquet" for n in numbers]
+        table = pa.concat_tables([pq.read_table(path) for path in paths], promote_options="permissive")
+        table = table.unify_dictionaries().combine_chunks()
+        if kind == "ops":
+            table = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
+        # The merged part names the range it replaces: readers ignore the small ones from the moment it
+        # exists (see iter_parts), and they are deleted right after.
+        _write_parquet(table, folder / f"part-{numbers[0]:06d}-{numbers[-1]:06d}.parquet")
+        for path in paths:
+            path.unlink(missing_ok=True)
 
     def _count_operations(self, table: pa.Table) -> None:
         totals = tally.part_totals(table)
@@ -506,7 +516,33 @@ class TraceWriter:
         write_json_atomically(self.directory / META_FILE, snapshot)
 
 
+def _write_parquet(table: pa.Table, final: Path) -> None:
+    temporary = final.with_name(f".{final.name}.tmp")
+    # Dictionary encoding only for the string columns and statistics only for time and lane: trying
+    # dictionaries and statistics on every numeric column more than doubles the cost of a part.
+    pq.write_table(
+        table,
+        temporary,
+        compression="zstd",
+        compression_level=1,
+        row_group_size=1 << 20,
+        use_dictionary=[field.name for field in table.schema if pa.types.is_dictionary(field.type)],
+        write_statistics=[name for name in ("start_us", "tid", "t_us") if name in table.schema.names],
+    )
+    temporary.replace(final)
+
+
 def iter_parts(directory: Path, kind: str) -> Iterator[Path]:
-    """The finished parts of one record kind, oldest first."""
-    with contextlib.suppress(FileNotFoundError):
-        yield from sorted(p for p in (directory / kind).iterdir() if p.name.startswith("part-"))
+    """The finished parts of one record kind, oldest first: ``part-N.parquet``, or ``part-A-B.parquet``
+    for parts A..B merged (the parts it replaces are skipped while they are being deleted)."""
+    try:
+        names = sorted(p.name for p in (directory / kind).iterdir() if p.name.startswith("part-"))
+    except FileNotFoundError:
+        return
+    merged = [tuple(int(n) for n in name[5:-8].split("-")) for name in names if name.count("-") == 2]
+    for name in names:
+        if name.count("-") == 1:
+            number = int(name[5:-8])
+            if any(first <= number <= last for first, last in merged):
+                continue
+        yield directory / kind / name
