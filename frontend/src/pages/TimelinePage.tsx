@@ -15,7 +15,7 @@ import { useWidth } from "../components/timeline/useWidth";
 import { jobQuery } from "../queries/jobs";
 import { type TraceSummary, perfettoUrl, traceQuery, traceStatsQuery, traceWindowQuery } from "../queries/traces";
 import { formatCount, formatDuration } from "../timeline/format";
-import { KINDS, type Kind } from "../timeline/kinds";
+import { CPU_STATES, KINDS, type Kind, stateColor } from "../timeline/kinds";
 import { LANE_SORTS, type LaneSort, filterLanes, foldIdle, sortLanes } from "../timeline/lanes";
 import { type TimelineView, parseView, viewToParams } from "../timeline/url";
 import { type Bounds, type TimeWindow, clampWindow, panByFraction, toApiWindow, zoomAround } from "../timeline/viewport";
@@ -203,6 +203,17 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
           Whole trace
         </button>
         <span className="spacer" style={{ flex: 1 }} />
+        {hasSpans && (
+          <span className="legend" aria-label="CPU states" title="The thin bands under each lane: CPU state on top, the server's own state (SHOW PROCESSLIST) below">
+            <span className="sub">CPU</span>
+            {CPU_STATES.map((state) => (
+              <span key={state}>
+                <span className="swatch" style={{ background: stateColor(state, theme) }} />
+                {state.replace("_", " ")}
+              </span>
+            ))}
+          </span>
+        )}
         <span className="hint-keys">
           <kbd>W</kbd>/<kbd>S</kbd> zoom · <kbd>A</kbd>/<kbd>D</kbd> pan · wheel zooms · drag pans · <kbd>Shift</kbd>+drag selects
         </span>

@@ -40,9 +40,12 @@ export const KIND_COLORS: Record<Theme, Record<Kind, string>> = {
 };
 
 const STATE_COLORS: Record<Theme, Record<string, string>> = {
-  light: { running: "#37b24d", runnable: "#fab005", sleeping: "#ced4da", io: "#f76707", "io-wait": "#f76707" },
-  dark: { running: "#40c057", runnable: "#fcc419", sleeping: "#495057", io: "#ff922b", "io-wait": "#ff922b" },
+  light: { running: "#37b24d", runnable: "#fab005", blocked: "#adb5bd", io_wait: "#f76707" },
+  dark: { running: "#40c057", runnable: "#fcc419", blocked: "#5c636a", io_wait: "#ff922b" },
 };
+
+/** The CPU states the sampler reports (backend/app/traces/records.py CPU_STATES), in legend order. */
+export const CPU_STATES = ["running", "runnable", "blocked", "io_wait"] as const;
 
 /** A colour for a CPU/state span label; unknown labels get a stable colour from their name. */
 export function stateColor(label: string, theme: Theme): string {

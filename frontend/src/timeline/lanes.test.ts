@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { barAt, laneAt } from "./hit";
-import { type LaneInfo, filterLanes, foldIdle, laneLabel, layoutLanes, sortLanes } from "./lanes";
+import { type LaneInfo, bandAt, bandRect, filterLanes, foldIdle, laneLabel, layoutLanes, sortLanes } from "./lanes";
 import { DEFAULT_VIEW, parseView, viewToParams } from "./url";
 
 const lane = (tid: number, role: string, busy: number, operations = 1, name: string | null = null): LaneInfo => ({
@@ -130,5 +130,25 @@ describe("view in the URL", () => {
     ["collapsed=1,x,2", { collapsed: [1, 2] }],
   ])("ignores what it does not understand: %s", (query, expected) => {
     expect(parseView(new URLSearchParams(query))).toMatchObject(expected);
+  });
+});
+
+describe("bands", () => {
+  const [box] = layoutLanes([1], new Set(), { barPx: 18, bandPx: 9, collapsedPx: 6, gapPx: 4 }).boxes;
+  if (box === undefined) throw new Error("no box");
+
+  it("splits the band area into a CPU band and a server-state band", () => {
+    expect(bandRect(box, "cpu")).toEqual({ y: 21, height: 4 });
+    expect(bandRect(box, "state")).toEqual({ y: 26, height: 4 });
+  });
+
+  it.each([
+    [10, null],
+    [22, "cpu"],
+    [25.5, "cpu"],
+    [28, "state"],
+    [40, null],
+  ])("y=%s is in band %s", (y, track) => {
+    expect(bandAt(box, y)).toBe(track);
   });
 });

@@ -95,6 +95,27 @@ export function layoutLanes(
   return { boxes, height: Math.ceil(y - metrics.gapPx / 2) };
 }
 
+/** Lanes with spans get two thin bands under the bars: CPU state on top, the server's own state below. */
+export const BAND_TRACKS = ["cpu", "state"] as const;
+export type BandTrack = (typeof BAND_TRACKS)[number];
+const BAND_GAP_PX = 1;
+
+/** Where the band of `track` lies inside a lane's band area. */
+export function bandRect(box: LaneBox, track: BandTrack): { y: number; height: number } {
+  const height = Math.max((box.bandHeight - BAND_GAP_PX) / 2, 0);
+  return { y: box.bandY + (track === "cpu" ? 0 : height + BAND_GAP_PX), height };
+}
+
+/** Which band y falls in, if any. */
+export function bandAt(box: LaneBox, y: number): BandTrack | null {
+  if (box.bandHeight <= 0) return null;
+  for (const track of BAND_TRACKS) {
+    const rect = bandRect(box, track);
+    if (y >= rect.y - 1 && y <= rect.y + rect.height + 1) return track;
+  }
+  return null;
+}
+
 /** A lane's label: its role, with the thread name when it says more, and the thread id. */
 export function laneLabel(lane: LaneInfo): string {
   const name = lane.name && lane.name !== lane.role ? ` · ${lane.name}` : "";

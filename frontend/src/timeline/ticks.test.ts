@@ -8,7 +8,9 @@ describe("tickLabel", () => {
     [2_500_000, 500_000, "2.5 s"],
     [2_500_000, 100_000, "2.5 s"],
     [2_000_000, 1_000_000, "2 s"],
-    [1_250_000, 50_000, "1250 ms"],
+    [1_250_000, 50_000, "1.25 s"],
+    [1_250_100, 100, "1.2501 s"],
+    [900_000, 50_000, "900 ms"],
     [1_500, 500, "1.5 ms"],
     [1_500, 100, "1.5 ms"],
     [1_520, 20, "1520 µs"],
@@ -22,6 +24,10 @@ describe("tickLabel", () => {
   ])("%s µs at a step of %s µs reads %s", (offset, step, label) => {
     expect(tickLabel(offset, step)).toBe(label);
   });
+
+  it("reads a whole axis in seconds once it reaches one second", () => {
+    expect(tickLabel(900_000, 50_000, 1_100_000)).toBe("0.90 s");
+  });
 });
 
 describe("timeTicks", () => {
@@ -30,6 +36,7 @@ describe("timeTicks", () => {
     ["10 s over 300 px", { t0: 0, t1: 10_000_000 }, 300, 0, 2_000_000, ["0 s", "2 s", "4 s"]],
     ["1 ms over 1000 px", { t0: 0, t1: 1_000 }, 1_000, 0, 100, ["0.0 ms", "0.1 ms", "0.2 ms"]],
     ["relative to the origin", { t0: 5_000_000, t1: 6_000_000 }, 1_000, 4_000_000, 100_000, ["1.0 s", "1.1 s"]],
+    ["past a second, in seconds", { t0: 1_000_000, t1: 1_400_000 }, 1_200, 0, 20_000, ["1.00 s", "1.02 s"]],
     ["an hour over 800 px", { t0: 0, t1: 3_600_000_000 }, 800, 0, 300_000_000, ["0:00", "5:00", "10:00"]],
     ["a minute over 1000 px", { t0: 0, t1: 60_000_000 }, 1_000, 0, 5_000_000, ["0 s", "5 s", "10 s"]],
   ])("%s", (_name, window, width, origin, step, firstLabels) => {

@@ -59,8 +59,12 @@ function decimalsFor(step: number, unit: number): number {
   return Math.max(0, Math.ceil(-Math.log10(step / unit) - 1e-9));
 }
 
-/** A tick label for `offsetUs` from the origin, as precise as the step needs and no more. */
-export function tickLabel(offsetUs: number, stepUs: number): string {
+/**
+ * A tick label for `offsetUs` from the origin, as precise as the step needs and no more. `reachUs` is the
+ * largest offset on the same axis: from one second on, the whole axis reads in seconds ("1.05 s"), so
+ * the unit does not change halfway along it.
+ */
+export function tickLabel(offsetUs: number, stepUs: number, reachUs: number = Math.abs(offsetUs)): string {
   const value = Math.abs(offsetUs) < stepUs / 1e6 ? 0 : offsetUs;
   if (stepUs >= MINUTE) {
     const totalSeconds = Math.round(value / 1e6);
@@ -73,7 +77,7 @@ export function tickLabel(offsetUs: number, stepUs: number): string {
       ? `${sign}${hours}:${String(minutes).padStart(2, "0")}:${seconds}`
       : `${sign}${minutes}:${seconds}`;
   }
-  if (stepUs >= 100_000) return `${(value / 1e6).toFixed(decimalsFor(stepUs, 1e6))} s`;
+  if (stepUs >= 100_000 || reachUs >= SECOND) return `${(value / 1e6).toFixed(Math.min(decimalsFor(stepUs, 1e6), 6))} s`;
   if (stepUs >= 100) return `${(value / 1e3).toFixed(decimalsFor(stepUs, 1e3))} ms`;
   return `${value.toFixed(decimalsFor(stepUs, 1))} µs`;
 }
@@ -119,7 +123,8 @@ export function timeTicks(window: TimeWindow, widthPx: number, origin: number, o
   const charPx = options.charPx ?? 6.5;
   const gapPx = options.gapPx ?? 16;
   if (!(window.t1 - window.t0 > 0) || widthPx <= 0) return { step: 0, ticks: [], base: null };
-  const full = fitTicks(window, widthPx, origin, charPx, gapPx, tickLabel);
+  const reach = Math.max(Math.abs(window.t0 - origin), Math.abs(window.t1 - origin));
+  const full = fitTicks(window, widthPx, origin, charPx, gapPx, (offset, step) => tickLabel(offset, step, reach));
   if (full.ticks.length >= 2) return { ...full, base: null };
   // Labels relative to the window's first whole tick, which is shown once in full.
   const probe = fitTicks(window, widthPx, window.t0, charPx, gapPx, (offset, step) => `+${tickLabel(offset, step)}`);

@@ -35,8 +35,9 @@ function Track({ track, view, width, palette }: { track: CounterTrack; view: Tim
       lastY = y(value);
       context.lineTo(x, lastY);
     }
-    const last = points[points.length - 1];
-    context.lineTo(last?.[0] ?? width, TRACK_HEIGHT);
+    // The last sample holds until the window's right edge (the window never extends past the trace).
+    context.lineTo(width, lastY);
+    context.lineTo(width, TRACK_HEIGHT);
     context.closePath();
     context.fillStyle = palette.selection;
     context.fill();

@@ -4,8 +4,8 @@ import type { TraceLane, TraceWindow, WindowLane, WindowOperation } from "../../
 import { formatBytes, formatDuration, formatOffset, formatPercent } from "../../timeline/format";
 import { barAt, laneAt } from "../../timeline/hit";
 import { stateColor } from "../../timeline/kinds";
-import { type LaneBox, laneLabel, layoutLanes } from "../../timeline/lanes";
-import { type Bar, bucketBars, operationBars, spanSegments } from "../../timeline/lod";
+import { BAND_TRACKS, type BandTrack, type LaneBox, bandAt, bandRect, laneLabel, layoutLanes } from "../../timeline/lanes";
+import { type Bar, type Segment, bucketBars, operationBars, spanSegments } from "../../timeline/lod";
 import { timeTicks } from "../../timeline/ticks";
 import {
   type Bounds,
@@ -19,13 +19,25 @@ import {
 } from "../../timeline/viewport";
 import { type Palette, prepareCanvas } from "./palette";
 
-interface Hover {
+interface BarHover {
+  type: "bar";
   tid: number;
   bar: Bar;
   lane: WindowLane | undefined;
   clientX: number;
   clientY: number;
 }
+
+interface BandHover {
+  type: "band";
+  tid: number;
+  track: BandTrack;
+  segment: Segment;
+  clientX: number;
+  clientY: number;
+}
+
+type Hover = BarHover | BandHover;
 
 interface Drag {
   mode: "pan" | "select";
@@ -79,15 +91,41 @@ function OperationFacts({ op, origin }: { op: WindowOperation; origin: number })
   );
 }
 
-function Tooltip({ hover, lanes, palette, origin, view, width }: { hover: Hover; lanes: TraceLane[]; palette: Palette; origin: number; view: TimeWindow; width: number }) {
+function placeTooltip(clientX: number, clientY: number): { left: number; top: number } {
+  return { left: Math.min(clientX + 14, window.innerWidth - 440), top: Math.min(clientY + 14, window.innerHeight - 200) };
+}
+
+function BandTooltip({ hover, lanes, palette, origin, view, width }: { hover: BandHover; lanes: TraceLane[]; palette: Palette; origin: number; view: TimeWindow; width: number }) {
+  const info = lanes.find((l) => l.tid === hover.tid);
+  const t0 = xToTime(hover.segment.x, view, width);
+  const t1 = xToTime(hover.segment.x + hover.segment.w, view, width);
+  return (
+    <div className="tooltip" role="tooltip" data-testid="tooltip" style={placeTooltip(hover.clientX, hover.clientY)}>
+      <div className="title">
+        <span style={{ background: stateColor(hover.segment.label, palette.theme), width: 10, height: 10, display: "inline-block", borderRadius: 2 }} />
+        {hover.track === "cpu" ? `CPU: ${hover.segment.label.replace("_", " ")}` : `Server state: ${hover.segment.label}`}
+      </div>
+      <dl className="facts">
+        <dt>From</dt>
+        <dd>
+          {formatDuration(t0 - origin)} to {formatDuration(t1 - origin)} ({formatDuration(t1 - t0)})
+        </dd>
+      </dl>
+      <div className="sub" style={{ marginTop: 4 }}>
+        thread {hover.tid}
+        {info ? ` · ${laneLabel(info)}` : ""}
+      </div>
+    </div>
+  );
+}
+
+function Tooltip({ hover, lanes, palette, origin, view, width }: { hover: BarHover; lanes: TraceLane[]; palette: Palette; origin: number; view: TimeWindow; width: number }) {
   const info = lanes.find((l) => l.tid === hover.tid);
   const op = hover.lane?.detail === "operations" && hover.bar.count === 1 ? hover.lane.operations[hover.bar.first] : undefined;
   const t0 = xToTime(hover.bar.x, view, width);
   const t1 = xToTime(hover.bar.x + hover.bar.w, view, width);
-  const left = Math.min(hover.clientX + 14, window.innerWidth - 440);
-  const top = Math.min(hover.clientY + 14, window.innerHeight - 200);
   return (
-    <div className="tooltip" role="tooltip" data-testid="tooltip" style={{ left, top }}>
+    <div className="tooltip" role="tooltip" data-testid="tooltip" style={placeTooltip(hover.clientX, hover.clientY)}>
       <div className="title">
         <span className="swatch" style={{ background: palette.kinds[hover.bar.kind], width: 10, height: 10, display: "inline-block", borderRadius: 2 }} />
         {op ? `${op.op} (${op.kind})` : `${String(hover.bar.count)} operations, mostly ${hover.bar.kind}`}
@@ -134,7 +172,7 @@ export function Lanes(props: LanesProps) {
       layoutLanes(
         lanes.map((l) => l.tid),
         collapsed,
-        { barPx: 18, bandPx: hasSpans ? 4 : 0, collapsedPx: 6, gapPx: 6 },
+        { barPx: 18, bandPx: hasSpans ? 9 : 0, collapsedPx: 6, gapPx: 6 },
       ),
     [lanes, collapsed, hasSpans],
   );
@@ -144,6 +182,16 @@ export function Lanes(props: LanesProps) {
     for (const lane of lanes) result.set(lane.tid, laneBars(windowLanes.get(lane.tid), data, view, width));
     return result;
   }, [lanes, windowLanes, data, view, width]);
+  const bands = useMemo(() => {
+    const result = new Map<string, Segment[]>();
+    for (const lane of windowLanes.values()) {
+      for (const track of BAND_TRACKS) {
+        const spans = lane.spans.filter((span) => span.track === track);
+        if (spans.length > 0) result.set(`${String(lane.tid)}:${track}`, spanSegments(spans, view, width));
+      }
+    }
+    return result;
+  }, [windowLanes, view, width]);
 
   // Draw.
   useEffect(() => {
@@ -174,10 +222,12 @@ export function Lanes(props: LanesProps) {
       }
       context.globalAlpha = 1;
       if (box.bandHeight > 0) {
-        const lane = windowLanes.get(box.tid);
-        for (const segment of spanSegments(lane?.spans ?? [], view, width)) {
-          context.fillStyle = stateColor(segment.label, palette.theme);
-          context.fillRect(segment.x, box.bandY, segment.w, box.bandHeight);
+        for (const track of BAND_TRACKS) {
+          const rect = bandRect(box, track);
+          for (const segment of bands.get(`${String(box.tid)}:${track}`) ?? []) {
+            context.fillStyle = stateColor(segment.label, palette.theme);
+            context.fillRect(segment.x, rect.y, segment.w, rect.height);
+          }
         }
       }
     }
@@ -189,7 +239,7 @@ export function Lanes(props: LanesProps) {
       context.strokeStyle = palette.accent;
       context.strokeRect(Math.round(x0) + 0.5, 0.5, Math.max(Math.round(x1 - x0) - 1, 0), height - 1);
     }
-    if (hover !== null) {
+    if (hover !== null && hover.type === "bar") {
       const box = boxes.find((b) => b.tid === hover.tid);
       if (box !== undefined) {
         context.strokeStyle = palette.text;
@@ -197,7 +247,7 @@ export function Lanes(props: LanesProps) {
         context.strokeRect(hover.bar.x - 1, box.barY - 1, Math.max(hover.bar.w, 1) + 2, box.barHeight + 2);
       }
     }
-  }, [boxes, bars, height, width, view, origin, palette, windowLanes, selection, hover]);
+  }, [boxes, bars, bands, height, width, view, origin, palette, selection, hover]);
 
   // Wheel zoom needs a non-passive listener, which React's onWheel is not.
   useEffect(() => {
@@ -225,10 +275,16 @@ export function Lanes(props: LanesProps) {
       setHover(null);
       return;
     }
+    const track = bandAt(box, y);
+    if (track !== null) {
+      const segments = bands.get(`${String(box.tid)}:${track}`) ?? [];
+      const segment = segments[barAt(segments, x, 1)];
+      setHover(segment === undefined ? null : { type: "band", tid: box.tid, track, segment, clientX, clientY });
+      return;
+    }
     const laneBarsList = bars.get(box.tid) ?? [];
-    const index = barAt(laneBarsList, x);
-    const bar = laneBarsList[index];
-    setHover(bar === undefined ? null : { tid: box.tid, bar, lane: windowLanes.get(box.tid), clientX, clientY });
+    const bar = laneBarsList[barAt(laneBarsList, x)];
+    setHover(bar === undefined ? null : { type: "bar", tid: box.tid, bar, lane: windowLanes.get(box.tid), clientX, clientY });
   };
 
   return (
@@ -309,7 +365,8 @@ export function Lanes(props: LanesProps) {
           />
         </div>
       </div>
-      {hover !== null && <Tooltip hover={hover} lanes={lanes} palette={palette} origin={origin} view={view} width={width} />}
+      {hover?.type === "bar" && <Tooltip hover={hover} lanes={lanes} palette={palette} origin={origin} view={view} width={width} />}
+      {hover?.type === "band" && <BandTooltip hover={hover} lanes={lanes} palette={palette} origin={origin} view={view} width={width} />}
     </div>
   );
 }
