@@ -125,3 +125,15 @@ def test_operations_are_paged_by_start_time(tmp_path: Path) -> None:
          "size": None, "result": "ENOENT"},
     ]  # fmt: skip
     assert read_operations(data, t0=0, t1=2_000, filters=Filters(), offset=200, limit=10)["items"] == []
+
+
+def test_sequential_runs_continue_across_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.traces import compact
+
+    monkeypatch.setattr(compact, "SEGMENT_OPERATIONS", 10)
+    page = 16384
+    operations = [op(i * 10, offset=i * page) for i in range(50)]  # one long sequential stream
+    data = make_trace(tmp_path / "t", operations, flush_every_ops=10)
+    assert len(data.segments) == 5
+    access = read_stats(data, t0=0, t1=1_000, filters=Filters())["access"]
+    assert access == {"sequential_ops": 49, "random_ops": 1, "sequential_pct": 98.0}

@@ -125,9 +125,10 @@ def _merge_parts(directory: Path, kind: str, sort_keys: list[tuple[str, str]]) -
 
 def compact(directory: Path) -> None:
     """Build the segment, pyramid, span and counter files from the parts (the parts stay until cleanup)."""
+    streams: dict[tuple[int, str], int] = {}  # where each thread's access stream to a file ended so far
     for number, group in enumerate(_groups(list(iter_parts(directory, "ops"))), start=1):
         table = pa.concat_tables([pq.read_table(part) for part in group], promote_options="permissive")
-        segment = segment_from_table(table)
+        segment = segment_from_table(table, streams)
         del table
         path = directory / f"seg-{number:06d}.arrow"
         write_pyramid(lod.build_pyramid(segment), path.with_suffix(".lod.arrow"))

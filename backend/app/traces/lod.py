@@ -4,11 +4,13 @@ Two uses of one piece of arithmetic:
 - ``dense_buckets`` sums the operations of a window into the window's own buckets, exactly: an operation
   crossing bucket edges gives each bucket the part of its time inside it; "busy" is the union of the
   lane's operations (overlapping async operations are not counted twice).
-- ``Pyramid`` holds the same sums precomputed at fixed widths 4^k us (aligned to the epoch), built once
-  per segment, so a zoomed-out window adds up a few thousand rows per lane instead of millions of
-  operations. Its buckets do not line up with the window's: ``Pyramid.into`` splits each one between the
-  (at most two) window buckets it overlaps in proportion to the overlap. Sums are then exact for
-  operations, and time is smeared by at most one level bucket, which is never wider than a window bucket.
+- the pyramid (``build_pyramid``: a list of ``Level``) holds the same sums precomputed at fixed widths
+  4^k us (aligned to the epoch), built once per segment, so a zoomed-out window adds up a few thousand
+  rows per lane instead of millions of operations. Its buckets do not line up with the window's:
+  ``level_into`` takes the level buckets lying wholly inside the window and splits each one's busy time
+  between the (at most two) window buckets it overlaps, in proportion; the caller sums the operations
+  of the two edge stretches exactly. Counts and bytes are then exact, and time is smeared by at most one
+  level bucket, which is never wider than a window bucket.
 
 Count and bytes belong to the bucket an operation starts in (the first bucket of the window for one that
 started before it), so they add up across levels and buckets. Bytes are the sizes of reads and writes.

@@ -24,7 +24,7 @@ from app.traces.segment import Int64s, Segment, lane_ranges, open_segment, read_
 from app.traces.store import TraceSummary, iter_parts, read_summary
 
 # Decoded parts of recording traces kept in memory, counted in operations (~80 bytes each).
-PART_CACHE_OPERATIONS: Final = 4_000_000
+PART_CACHE_OPERATIONS: Final = 2_000_000
 TRACE_CACHE_ENTRIES: Final = 8
 
 

@@ -114,19 +114,33 @@ def sequential_flags(
     offsets: Int64s,
     sizes: Int64s,
     kinds: npt.NDArray[np.int8],
+    carry: dict[tuple[int, str], int] | None = None,
+    path_names: list[str] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """An access (read or write with an offset) is sequential when it starts where the previous access of
-    the same thread to the same file ended (offset == previous offset + size). The first access of a
-    thread to a file is not sequential."""
+    """An access (read or write with a file and an offset) is sequential when it starts where the
+    previous access of the same thread to the same file ended (offset == previous offset + size).
+
+    ``carry`` holds where each (tid, path) stream of the previous segments ended: the first access of a
+    stream here is checked against it (and it is updated); without it, a first access is not sequential.
+    """
     flags = np.zeros(len(starts), dtype=np.bool_)
     access = (offsets != NULL_INT) & (paths >= 0) & ((kinds == KIND_CODE["read"]) | (kinds == KIND_CODE["write"]))
     rows = np.flatnonzero(access)
     if not len(rows):
         return flags
     order = rows[np.lexsort((starts[rows], paths[rows], tids[rows]))]
+    ends = offsets[order] + np.where(sizes[order] == NULL_INT, 0, sizes[order])
     same_stream = (tids[order][1:] == tids[order][:-1]) & (paths[order][1:] == paths[order][:-1])
-    previous_end = offsets[order][:-1] + np.where(sizes[order][:-1] == NULL_INT, 0, sizes[order][:-1])
-    flags[order[1:]] = same_stream & (offsets[order][1:] == previous_end)
+    flags[order[1:]] = same_stream & (offsets[order][1:] == ends[:-1])
+    if carry is not None and path_names is not None:
+        firsts = np.flatnonzero(np.concatenate(([True], ~same_stream)))
+        lasts = np.concatenate((firsts[1:] - 1, [len(order) - 1]))
+        for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
+            row = int(order[first])
+            key = (int(tids[row]), path_names[int(paths[row])])
+            if carry.get(key) == int(offsets[row]):
+                flags[row] = True
+            carry[key] = int(ends[last])
     return flags
 
 
@@ -143,8 +157,9 @@ def _ints(column: pa.ChunkedArray) -> Int64s:
     return np.asarray(column.fill_null(NULL_INT).to_numpy(), dtype=np.int64)
 
 
-def segment_from_table(table: pa.Table) -> Segment:
-    """A segment from a table with store.OPERATION_SCHEMA's columns (any order: it is sorted here)."""
+def segment_from_table(table: pa.Table, carry: dict[tuple[int, str], int] | None = None) -> Segment:
+    """A segment from a table with store.OPERATION_SCHEMA's columns (any order: it is sorted here).
+    ``carry``: see sequential_flags (compaction passes one along the segments of a trace)."""
     table = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
     table = table.unify_dictionaries()
     op, ops = _codes(table["op"])
@@ -167,7 +182,7 @@ def segment_from_table(table: pa.Table) -> Segment:
         offset=offset,
         size=size,
         end_max=running_end_max(tid, start + duration, lanes),
-        sequential=sequential_flags(tid, path, start, offset, size, kind),
+        sequential=sequential_flags(tid, path, start, offset, size, kind, carry, paths),
         ops=ops,
         paths=paths,
         results=results,

@@ -8,7 +8,9 @@ Per lane:
   inside an operation (union, so overlapping async operations count once; with a kind filter, the sum of
   those kinds' time, at most 1), ``kind`` the kind with the most time, ``count`` and ``bytes`` those of
   the operations starting in it. Lanes with few operations in the window are summed exactly; busier
-  ones from the level-of-detail pyramid (see lod), whose time may be smeared by up to one bucket.
+  ones from the level-of-detail pyramid (see lod) for the pyramid buckets lying inside the window and
+  exactly for the stretches at its two edges, so counts and bytes are exact and busy time is smeared
+  by less than one window bucket.
 Spans come as they are, at least one bucket wide, when there are at most ``width_px`` of them on a lane
 track; else merged per bucket (the label with the most time) and joined when neighbours agree.
 Counters: every sample when there are at most 2 * width_px in the window, else the minimum and maximum
