@@ -103,6 +103,39 @@ test("an imported JuiceFS log (v1.2 and later) shows its lanes; a bad file is re
   await expect(page.getByTestId("lane-label")).toHaveCount(3);
   await expect.poll(async () => (await spotsOfColour(page, LIGHT.read)).length).toBeGreaterThan(0);
 
+  // Lanes: filter by role, collapse one, sort by busy time.
+  await page.getByRole("button", { name: "pid 4410 (1)" }).click();
+  await expect(page.getByTestId("lane-label")).toHaveCount(1);
+  await expect(page).toHaveURL(/roles=pid\+4410|roles=pid%204410/);
+  await page.getByRole("button", { name: "all roles" }).click();
+  await expect(page.getByTestId("lane-label")).toHaveCount(3);
+  await page.getByRole("button", { name: "Collapse pid 4403 4403" }).click();
+  await expect(page.getByRole("button", { name: "Expand pid 4403 4403" })).toHaveAttribute("aria-expanded", "false");
+  await page.getByLabel("Sort lanes").selectOption("busy");
+  await expect(page).toHaveURL(/sort=busy/);
+  // Filter by file: only that file's operations are counted.
+  await page.getByLabel("Filter by file").fill("inode:17670");
+  await expect(page.getByRole("table", { name: "Files" }).locator("tbody tr")).toHaveCount(1);
+  await expect(page.getByRole("table", { name: "Files" })).toContainText("17670");
+  await page.getByLabel("Filter by file").fill("");
+
+  // The overview strip's brush picks the window.
+  const overview = page.getByTestId("overview");
+  const strip = await overview.boundingBox();
+  if (strip === null) throw new Error("no overview");
+  const before = await page.getByTestId("window-span").textContent();
+  await page.mouse.move(strip.x + strip.width * 0.2, strip.y + strip.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(strip.x + strip.width * 0.4, strip.y + strip.height / 2, { steps: 4 });
+  await page.mouse.up();
+  await expect(page.getByTestId("window-span")).not.toHaveText(before ?? "");
+
+  // Open in Perfetto downloads Chrome trace-event JSON.
+  const href = await page.getByRole("link", { name: /Open in Perfetto/ }).getAttribute("href");
+  const perfetto = await page.request.get(href ?? "");
+  expect(perfetto.status()).toBe(200);
+  expect(JSON.stringify(await perfetto.json())).toContain("traceEvents");
+
   // Dark theme, remembered across a reload.
   await page.getByRole("button", { name: /Dark/ }).click();
   await page.reload();

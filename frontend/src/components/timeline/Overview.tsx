@@ -118,8 +118,11 @@ export function Overview({
     if (group === null || behaviour === null || width <= 0) return;
     const x0 = Math.max(0, timeToX(view.t0, whole, width));
     const x1 = Math.min(width, Math.max(x0 + 2, timeToX(view.t1, whole, width)));
+    // The whole trace on screen shows no brush, so that a drag anywhere on the strip draws a new one
+    // (a brush as wide as the strip could only be moved, and it has nowhere to go).
+    const everything = x0 <= 0.5 && x1 >= width - 0.5;
     select(group).call((g) => {
-      behaviour.move(g, [x0, x1]);
+      behaviour.move(g, everything ? null : [x0, x1]);
     });
   }, [view, whole, width]);
 
