@@ -101,6 +101,9 @@ INTERVAL_NS = 20_000_000
         (_reading(0, 0), _reading(0, 10_000_000), IntervalShares(0, 10_000_000, 10_000_000), "runnable"),
         # The two files are read microseconds apart: a delta above the interval is clamped to it.
         (_reading(0, 0), _reading(20_400_000, 900_000, "R"), IntervalShares(20_000_000, 0, 0), "running"),
+        # Preempted the whole interval: the wait shows in schedstat only once it ends; R at both ends says so.
+        (_reading(0, 0, "R"), _reading(0, 0, "R"), IntervalShares(0, 0, 20_000_000), "runnable"),
+        (_reading(0, 0, "S"), _reading(0, 0, "R"), IntervalShares(0, 0, 20_000_000), "blocked"),
         # A counter that went backwards (cannot happen for one thread) counts as nothing.
         (_reading(5_000_000, 0), _reading(1_000_000, 0), IntervalShares(0, 0, 20_000_000), "blocked"),
     ],
@@ -114,6 +117,8 @@ INTERVAL_NS = 20_000_000
         "tie-running",
         "tie-runnable",
         "clamped",
+        "preempted-all-along",
+        "just-woken",
         "backwards",
     ],
 )
@@ -238,9 +243,49 @@ def test_proc_reader_without_schedstat_falls_back_to_ticks(tmp_path: Path) -> No
     task = tmp_path / "10" / "task" / "11"
     task.mkdir(parents=True)
     (task / "stat").write_text(f"11 (mysql) {_STAT_TAIL.replace('S', 'R', 1)}\n")
+    (tmp_path / "10" / "stat").write_text(f"10 (mysql) {_STAT_TAIL}\n")
     reader = ProcReader(tmp_path)
     readings = reader.read([10])
     reader.close()
     assert reader.schedstat_missing
     assert readings[11].on_cpu_ns == (310 + 95) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     assert (readings[11].pid, readings[11].state, readings[11].runqueue_ns) == (10, "R", 0)
+
+
+def _wait_until(stop: threading.Event, tids: list[int]) -> None:
+    tids.append(threading.get_native_id())
+    stop.wait()
+
+
+def test_proc_reader_sees_a_thread_started_between_rounds() -> None:
+    # The task list is read again only when the thread count changes: a new thread must change it.
+    reader = ProcReader()
+    before = reader.read([os.getpid()])
+    stop, tids = threading.Event(), list[int]()
+    waiter = threading.Thread(target=_wait_until, args=(stop, tids))
+    waiter.start()
+    try:
+        while not tids:
+            time.sleep(0.001)
+        after = reader.read([os.getpid()])
+    finally:
+        stop.set()
+        waiter.join()
+        reader.close()
+    assert tids[0] not in before and tids[0] in after
+    assert set(before) <= set(after)
+
+
+def test_tracker_totals_keep_a_wait_the_kernel_credits_late() -> None:
+    tracker = ThreadTracker()
+    preempted = _reading(0, 0, state="R")
+    spans = tracker.update(0, {7: preempted})
+    spans += tracker.update(20_000, {7: preempted})  # unchanged: still waiting for a CPU
+    # Now it ran 10 ms, and the 30 ms it waited (over both intervals) shows up at once; the label of
+    # this interval can only use 20 ms of it (10 running, 10 runnable: a tie, running wins).
+    spans += tracker.update(40_000, {7: _reading(10 * MS, 30 * MS, state="R")})
+    spans += tracker.finish()
+    assert spans == [Span(7, 0, 20_000, "cpu", "runnable"), Span(7, 20_000, 20_000, "cpu", "running")]
+    [busy] = tracker.threads()
+    assert (busy.cpu_ns, busy.runnable_ns) == (10 * MS, 30 * MS)
+    assert (busy.busy_pct, busy.runnable_pct) == (25.0, 75.0)

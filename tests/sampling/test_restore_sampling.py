@@ -260,7 +260,7 @@ def test_a_parallel_load_keeps_two_server_threads_busy(target: Sandbox, dumps: d
     for tid, connection_id in restore.loading.items():
         assert report.server_threads[tid] == ("thread/sql/one_connection", connection_id)
         on_cpu = restore.share(tid, {"running", "runnable"}, until_us=both_loading_until)
-        assert on_cpu > 0.5, f"lane {tid} on a CPU {on_cpu:.0%} of the time; {_describe(restore)}"
+        assert on_cpu > 0.5, f"lane {tid} on a CPU {on_cpu:.0%} of the time; {_timeline(restore)}"
         assert {span["label"] for span in restore.spans_of(tid, "state")} - {"Sleep"}
     both_on_cpu = _both_on_cpu_us(restore, list(restore.loading), restore.started_us, both_loading_until)
     assert both_on_cpu > 0.3 * (both_loading_until - restore.started_us), _describe(restore)
@@ -270,6 +270,20 @@ def test_a_parallel_load_keeps_two_server_threads_busy(target: Sandbox, dumps: d
         f"\nparallel: {_describe(restore)}; running while both load: {shares}; "
         f"both on a CPU at once {both_on_cpu / (both_loading_until - restore.started_us):.0%}"
     )
+
+
+def _timeline(restore: Restore) -> str:
+    """The loading lanes' states and CPU labels, relative to the start, for a failure message."""
+
+    def row(span: dict[str, Any]) -> str:
+        return f"{(span['start_us'] - restore.started_us) / 1e6:.2f}+{span['duration_us'] / 1e6:.2f} {span['label']}"
+
+    def rows(tid: int, track: str) -> str:
+        return ", ".join(map(row, sorted(restore.spans_of(tid, track), key=lambda span: span["start_us"])[:40]))
+
+    loads = [f"{(end - restore.started_us) / 1e6:.2f}" for end in restore.load_ends_us]
+    lanes = [f"lane {tid}: states [{rows(tid, 'state')}] cpu [{rows(tid, 'cpu')}]" for tid in restore.loading]
+    return f"{_describe(restore)}; loads ended at {loads} s; " + "; ".join(lanes)
 
 
 def _both_on_cpu_us(restore: Restore, tids: list[int], t0: int, t1: int) -> int:

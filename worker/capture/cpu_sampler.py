@@ -5,8 +5,9 @@ on a CPU, nanoseconds waiting on a runqueue) and /proc/PID/task/TID/stat (the st
 stime in clock ticks). Between two rounds a thread spent the interval partly running, partly runnable
 (ready but waiting for a CPU) and the rest off the CPU; the span gets the largest of the three. Off the
 CPU is "io_wait" when the thread was in uninterruptible sleep (state D) at either end, else "blocked"
-(waiting on a lock, a socket, a condition). The exact times are kept too: `ThreadBusy` sums them, so
-busy % does not depend on the rounding to one label per interval.
+(waiting on a lock, a socket, a condition); in state R at both ends it was waiting for a CPU all along
+(the kernel credits a runqueue wait only when the wait ends). The exact times are kept too: `ThreadBusy`
+sums them, so busy % does not depend on the rounding to one label per interval.
 
 Threads come and go during a restore (one per connection, InnoDB's pool threads): a new thread gets a
 baseline reading and spans from its second round on; a vanished one has its span closed at the last
@@ -151,10 +152,14 @@ def interval_shares(previous: ThreadReading, current: ThreadReading, interval_ns
 
 
 def classify(previous: ThreadReading, shares: IntervalShares, current: ThreadReading) -> str:
-    """The CPU_STATES label of the largest share; ties favour running, then runnable."""
+    """The CPU_STATES label of the largest share; ties favour running, then runnable.
+
+    The kernel adds a runqueue wait to schedstat only once the thread gets a CPU, so a thread preempted
+    for the whole interval shows no change at all: in state R at both ends, it was waiting, not asleep.
+    """
     if shares.running_ns >= shares.runnable_ns and shares.running_ns >= shares.off_cpu_ns:
         return "running"
-    if shares.runnable_ns >= shares.off_cpu_ns:
+    if shares.runnable_ns >= shares.off_cpu_ns or previous.state == current.state == "R":
         return "runnable"
     return "io_wait" if "D" in (previous.state, current.state) else "blocked"
 
@@ -232,11 +237,15 @@ class ThreadBusy:
 
     @property
     def busy_pct(self) -> float:
-        return 100.0 * self.cpu_ns / (self.observed_us * 1000) if self.observed_us > 0 else 0.0
+        return self._pct(self.cpu_ns)
 
     @property
     def runnable_pct(self) -> float:
-        return 100.0 * self.runnable_ns / (self.observed_us * 1000) if self.observed_us > 0 else 0.0
+        return self._pct(self.runnable_ns)
+
+    def _pct(self, ns: int) -> float:
+        # Capped: the kernel's totals and our round times are read microseconds apart.
+        return min(100.0 * ns / (self.observed_us * 1000), 100.0) if self.observed_us > 0 else 0.0
 
     @property
     def cpu_s(self) -> float:
@@ -293,13 +302,13 @@ class ThreadTracker:
         if interval_us <= 0:
             return []
         busy = tracked.busy
-        if reading is tracked.last:  # ProcReader's "unchanged": off the CPU the whole interval
-            label = "io_wait" if reading.state == "D" else "blocked"
+        if reading is tracked.last:  # ProcReader's "unchanged": it has not run since the last round
+            label = classify(reading, IntervalShares(0, 0, interval_us * 1000), reading)
         else:
-            shares = interval_shares(tracked.last, reading, interval_us * 1000)
-            label = classify(tracked.last, shares, reading)
-            busy.cpu_ns += shares.running_ns
-            busy.runnable_ns += shares.runnable_ns
+            label = classify(tracked.last, interval_shares(tracked.last, reading, interval_us * 1000), reading)
+            # The totals take the kernel's deltas as they are: a wait credited late still counts.
+            busy.cpu_ns += max(reading.on_cpu_ns - tracked.last.on_cpu_ns, 0)
+            busy.runnable_ns += max(reading.runqueue_ns - tracked.last.runqueue_ns, 0)
             busy.comm = reading.comm
             busy.user_ticks = reading.user_ticks - tracked.first.user_ticks
             busy.system_ticks = reading.system_ticks - tracked.first.system_ticks
@@ -334,41 +343,80 @@ class _TaskFiles:
                     os.close(fd)
 
 
+@dataclass
+class _ProcessFiles:
+    stat_fd: int
+    tids: list[int] = field(default_factory=list)
+    listed: bool = False
+    stale: bool = False  # a listed thread has exited: list the threads again
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.stat_fd)
+
+
 class ProcReader:
     """Reads the threads of a set of processes each round, keeping their /proc files open between rounds.
 
     A file opened for a thread stays bound to that thread: once it exits, reads fail (ESRCH) even if the
-    tid is reused, so a stale descriptor never reports another thread.
+    tid is reused, so a stale descriptor never reports another thread. Listing /proc/PID/task costs more
+    than reading all the threads of mariadbd, so it is listed again only when the process's thread count
+    (from /proc/PID/stat) changed or a listed thread has exited.
     """
 
     def __init__(self, proc_root: Path = Path("/proc")) -> None:
         self._root = str(proc_root)
         self._files: dict[int, _TaskFiles] = {}
+        self._processes: dict[int, _ProcessFiles] = {}
         self.schedstat_missing = False
 
     def read(self, pids: Iterable[int]) -> dict[int, ThreadReading]:
         readings: dict[int, ThreadReading] = {}
-        for pid in dict.fromkeys(pids):
-            try:
-                # Plain names, not Path objects: this runs 50 times a second.
-                tids = os.listdir(f"{self._root}/{pid}/task")  # noqa: PTH208
-            except OSError:
-                continue  # the process has exited
-            for name in tids:
-                tid = int(name)
+        wanted = dict.fromkeys(pids)
+        for pid in wanted:
+            for tid in self._threads_of(pid):
                 if tid in readings:
                     continue
                 reading = self._read_thread(pid, tid)
-                if reading is not None:
+                if reading is None:
+                    self._processes[pid].stale = True
+                else:
                     readings[tid] = reading
+        for pid in [pid for pid in self._processes if pid not in wanted]:
+            self._processes.pop(pid).close()
         for tid in [tid for tid in self._files if tid not in readings]:
             self._files.pop(tid).close()
         return readings
+
+    def _threads_of(self, pid: int) -> list[int]:
+        process = self._processes.get(pid)
+        if process is None:
+            try:
+                process = self._processes[pid] = _ProcessFiles(
+                    os.open(f"{self._root}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+                )
+            except OSError:
+                return []  # no such process (any more)
+        try:
+            stat_raw = os.pread(process.stat_fd, _STAT_READ_BYTES, 0)
+            # num_threads is field 20 of /proc/PID/stat: the 18th after the comm's closing parenthesis.
+            thread_count = int(stat_raw[stat_raw.rfind(b")") + 2 :].split()[17])
+            if not process.listed or process.stale or thread_count != len(process.tids):
+                # Plain names, not Path objects: cheaper, and this may run 50 times a second.
+                process.tids = [int(name) for name in os.listdir(f"{self._root}/{pid}/task")]  # noqa: PTH208
+                process.listed, process.stale = True, False
+        except (OSError, ValueError, IndexError):
+            self._processes.pop(pid).close()  # the process has exited
+            return []
+        return process.tids
 
     def close(self) -> None:
         for files in self._files.values():
             files.close()
         self._files.clear()
+        for process in self._processes.values():
+            process.close()
+        self._processes.clear()
 
     def _read_thread(self, pid: int, tid: int) -> ThreadReading | None:
         files = self._files.get(tid)

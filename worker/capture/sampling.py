@@ -147,6 +147,33 @@ def _hand_over(
 # --- this process: relay and server threads ----------------------------------------------------------
 
 
+class _Stop:
+    """A stop signal that threads can wait for, or select() on next to their pipes (no polling delay)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._read_fd, self._write_fd = os.pipe()
+
+    def set(self) -> None:
+        self._event.set()
+        with contextlib.suppress(OSError):
+            os.write(self._write_fd, b"x")
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+    def fileno(self) -> int:
+        return self._read_fd
+
+    def close(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class _CpuRelay:
     """Starts the child, feeds it pids, hands its batches to the sink."""
 
@@ -157,7 +184,7 @@ class _CpuRelay:
         errors: _Errors,
         pids: Callable[[], list[int]],
         options: SamplerProcessOptions,
-        stop: threading.Event,
+        stop: _Stop,
     ) -> None:
         self._sink = sink
         self._report = report
@@ -217,8 +244,9 @@ class _CpuRelay:
             elif not stop_sent and time.monotonic() >= next_pids_at:
                 self._send_pids(stdin)
                 next_pids_at = time.monotonic() + PIDS_EVERY_S
-            ready, _, _ = select.select([stdout], [], [], PIDS_EVERY_S)
-            if not ready:
+            watched = [stdout.fileno()] if stop_sent else [stdout.fileno(), self._stop.fileno()]
+            ready, _, _ = select.select(watched, [], [], PIDS_EVERY_S)
+            if stdout.fileno() not in ready:
                 continue
             data = os.read(stdout.fileno(), 1 << 20)
             if not data:
@@ -271,7 +299,7 @@ class _ServerLoop:
         errors: _Errors,
         connect: Callable[[], Connection],
         epoch_offset_ns: int,
-        stop: threading.Event,
+        stop: _Stop,
     ) -> None:
         self._sink = sink
         self._report = report
@@ -387,7 +415,7 @@ def sample_job(
         raise ValueError("sampling intervals must be positive")
     report = SamplingReport(interval_s=interval_s, server_interval_s=server_interval_s)
     errors = _Errors(report)
-    stop = threading.Event()
+    stop = _Stop()
     # Shared with the child process, so both put the same instant at the same epoch time.
     offset_ns = time.time_ns() - time.monotonic_ns()
     report.started_us = epoch_us(offset_ns)
@@ -424,3 +452,5 @@ def sample_job(
             if worker.is_alive():
                 errors.add("server", f"{worker.name} did not stop in time and was left behind")
         report.stopped_us = epoch_us(offset_ns)
+        if not any(worker.is_alive() for worker in workers):
+            stop.close()
