@@ -150,3 +150,19 @@ test("an imported JuiceFS log (v1.2 and later) shows its lanes; a bad file is re
   await expect(page.getByRole("alert")).toContainText("not a trace restorescope can read");
   await saveScreenshot(page, "import-refused");
 });
+
+test("an imported strace log shows one lane per thread and every line read", async ({ page, saveScreenshot }) => {
+  await page.goto("/import");
+  await page.getByLabel("Trace file").setInputFiles(path.join(fixtures, "strace-mariadbd.log"));
+  await page.getByLabel("Name").fill("mariadbd under strace");
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  const result = page.getByTestId("import-result");
+  await expect(result).toContainText(/Imported strace trace as job #\d+/);
+  await expect(result).toContainText("30 operations on 3 threads");
+  await expect(result).toContainText("Every line was read.");
+  await page.getByRole("link", { name: "Open its timeline" }).click();
+  await expect(page.getByTestId("lane-label")).toHaveCount(3);
+  await expect.poll(async () => (await spotsOfColour(page, LIGHT.fsync)).length).toBeGreaterThan(0);
+  await expect(page.getByRole("table", { name: "Files" })).toContainText("ibdata1");
+  await saveScreenshot(page, "timeline-strace");
+});
