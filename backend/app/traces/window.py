@@ -283,10 +283,12 @@ def _sum_exactly(
         nbytes.append(selection_bytes(data, selection))
         countable.append(counts)
     columns = [np.concatenate(column) for column in (slot, start, end, kind, nbytes, countable)]
-    order = np.lexsort((columns[1], columns[0]))
+    if sum(1 for part in parts if len(part[0])) > 1:  # one selection is sorted by (slot, start) already
+        order = np.lexsort((columns[1], columns[0]))
+        columns = [column[order] for column in columns]
     return lod.dense_buckets(
-        *(column[order] for column in columns[:5]),
-        countable=columns[5][order],
+        *columns[:5],
+        countable=columns[5],
         n_slots=n_slots,
         origin=origin,
         width=width,
@@ -295,8 +297,11 @@ def _sum_exactly(
 
 
 def selection_bytes(data: TraceData, selection: Selection) -> Int64s:
+    if len(data.segments) == 1:
+        only = data.segments[0]
+        return lod.io_bytes(only.kind[selection.row], only.size[selection.row])
     nbytes = np.zeros(len(selection), dtype=np.int64)
-    for number in np.unique(selection.segment).tolist():
+    for number in range(len(data.segments)):
         mine = selection.segment == number
         segment = data.segments[number]
         rows = selection.row[mine]
