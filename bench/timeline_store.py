@@ -81,7 +81,8 @@ class Workload:
 
     def _durations(self, median_us: float, n: int) -> list[int]:
         values = self.rng.lognormal(math.log(median_us), 0.9, n)
-        return np.maximum(values, 1).astype(np.int64).tolist()
+        durations: list[int] = np.maximum(values, 1).astype(np.int64).tolist()
+        return durations
 
     def slice(self, until: int) -> list[Operation]:
         out: list[Operation] = []
@@ -331,8 +332,9 @@ def main() -> None:
         whole = directory / WHOLE_STATS_FILE
         stats_ms = [timed(lambda: json.loads(whole.read_text()))[0] for _ in range(3)]
         print(f"stats, whole run as the API answers it (precomputed at close): {statistics.median(stats_ms):.1f} ms")
-        stats_ms = [timed(lambda a=a, b=b: read_stats(data, t0=a, t1=b, filters=everything))[0]
-                    for a, b in windows(t_min, t_max, 20, args.seed + 2)]  # fmt: skip
+        stats_ms = []
+        for a, b in windows(t_min, t_max, 20, args.seed + 2):
+            stats_ms.append(timed(lambda: read_stats(data, t0=a, t1=b, filters=everything))[0])  # noqa: B023
         print(f"stats, 1 ms..1 s windows: p50 {percentile(stats_ms, 50):.1f} ms p95 {percentile(stats_ms, 95):.1f} ms")
         print(f"RSS now {current_rss_mib():.0f} MiB; peak RSS {peak_rss_mib():.0f} MiB")
     finally:
