@@ -16,7 +16,6 @@ Definitions a DBA can check by hand:
 Operations are selected by overlapping the window; their whole duration counts.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,24 +28,7 @@ from app.traces.store import KINDS
 from app.traces.window import Filters, lane_roles, path_codes, select_operations, selected_lanes
 
 PERCENTILES = (50, 95, 99)
-
-
-@dataclass
-class Columns:
-    """The selected operations' columns, with op and path as codes into trace-wide name lists."""
-
-    tid: Int64s
-    start: Int64s
-    duration: Int64s
-    kind: npt.NDArray[np.int8]
-    op: Int64s
-    path: Int64s  # -1: none
-    offset: Int64s
-    size: Int64s
-    sequential: npt.NDArray[np.bool_]
-    segment: npt.NDArray[np.int32]  # which segment each row came from: rows are sorted by (tid, start) within one
-    ops: list[str]
-    paths: list[str]
+N_KINDS = len(KINDS)
 
 
 def _global_codes(names: list[str], table: dict[str, int], codes: npt.NDArray[np.int32]) -> Int64s:
@@ -89,37 +71,6 @@ def _rows_of(
     return slice(None) if mask is None else mask
 
 
-def gather(data: TraceData, tids: list[int], t0: int, t1: int, filters: Filters) -> Columns:
-    """The selected operations' columns, segment after segment (each sorted by tid, then start)."""
-    ops: dict[str, int] = {}
-    paths: dict[str, int] = {}
-    pieces: list[list[npt.NDArray[Any]]] = []
-    for part in data.segments:
-        rows = _rows_of(part, tids, t0, t1, filters)
-        pieces.append(
-            [
-                part.tid[rows],
-                part.start[rows],
-                part.duration[rows],
-                part.kind[rows],
-                _global_codes(part.ops, ops, part.op[rows]),
-                _global_codes(part.paths, paths, part.path[rows]),
-                part.offset[rows],
-                part.size[rows],
-                part.sequential[rows],
-                np.full(len(part.start[rows]), len(pieces), dtype=np.int32),
-            ]
-        )
-    dtypes = (np.int64,) * 3 + (np.int8,) + (np.int64,) * 4 + (np.bool_, np.int32)
-    columns: list[Any] = (
-        [np.concatenate(column) for column in zip(*pieces, strict=True)]
-        if pieces
-        else [np.empty(0, dtype=dtype) for dtype in dtypes]
-    )
-    tid, start, duration, kind, op, path, offset, size, sequential, segment = columns
-    return Columns(tid, start, duration, kind, op, path, offset, size, sequential, segment, list(ops), list(paths))
-
-
 def nearest_rank(values: Int64s, percent: float) -> int:
     if not len(values):
         return 0
@@ -134,76 +85,117 @@ def _latency(durations: Int64s) -> dict[str, int]:
 
 
 def log_histogram(values: Int64s) -> list[tuple[int, int]]:
-    """(upper bound, count) for power-of-two buckets 1, 2, 4, ... up to the one holding the maximum."""
-    if not len(values):
-        return []
+    """(upper bound, count) for power-of-two buckets 1, 2, 4, ... from the first non-empty bucket up to
+    the one holding the maximum."""
+    buckets = _histogram(np.bincount(exponents(values), minlength=EXPONENTS), "le")
+    return [(bucket["le"], bucket["count"]) for bucket in buckets]
+
+
+def exponents(values: Int64s) -> Int64s:
+    """The power-of-two bucket of each value: 0 for <= 1, k for 2^(k-1) < v <= 2^k."""
     clipped = np.maximum(values, 1)
-    exponents = np.ceil(np.log2(clipped)).astype(np.int64)
-    # log2 of huge ints in float may round: fix any value above its bound.
-    exponents += (clipped > (1 << exponents)).astype(np.int64)
-    counts = np.bincount(exponents)
-    first = int(exponents.min())  # leading empty buckets say nothing
-    return [(1 << e, int(c)) for e, c in enumerate(counts.tolist()) if e >= first]
+    found = np.ceil(np.log2(clipped)).astype(np.int64)
+    return found + (clipped > (np.int64(1) << found)).astype(np.int64)  # float log2 of big ints may round down
 
 
-def _group_stats(columns: Columns, moved: Int64s, mask: npt.NDArray[np.bool_], seconds: float) -> dict[str, Any]:
-    durations = columns.duration[mask]
-    total = int(moved[mask].sum())
-    return {
-        "count": int(mask.sum()),
-        "bytes": total,
-        "mb_per_s": round(total / 1e6 / seconds, 3) if seconds > 0 else 0.0,
-        "latency_us": _latency(durations),
-    }
+EXPONENTS = 64
 
 
-def _busy_per_lane(columns: Columns, rank: Int64s, n_lanes: int, t0: int, t1: int) -> npt.NDArray[np.float64]:
-    """Time each lane spent inside at least one operation, within [t0, t1).
+class _Tally:
+    """Statistics summed one segment at a time, so a big window never gathers all its columns at once.
 
-    Rows of one segment are already sorted by (tid, start), so the union needs no sort; unions of
-    different segments are added (segments cover consecutive stretches of the run, so they hardly overlap).
+    Only the durations (for exact percentiles) are kept whole, one array per kind and per op.
     """
-    busy = np.zeros(n_lanes)
-    bounds = np.flatnonzero(np.diff(columns.segment)) + 1
-    for rows in np.split(np.arange(len(columns.segment)), bounds) if len(bounds) else [slice(None)]:
-        starts = np.maximum(columns.start[rows], t0)
-        ends = np.maximum(np.minimum(columns.start[rows] + columns.duration[rows], t1), starts)
-        slots, u_start, u_end = lod.union_intervals(rank[rows].astype(np.int64), starts, ends)
-        busy += np.bincount(slots, weights=u_end - u_start, minlength=n_lanes)
-    return np.minimum(busy, max(0, t1 - t0))
 
+    def __init__(self, tids: list[int], t0: int, t1: int) -> None:
+        self.lane_ids = np.array(tids, dtype=np.int64)
+        self.t0, self.t1 = t0, t1
+        n_lanes = len(tids)
+        self.kind_count = np.zeros(N_KINDS, dtype=np.int64)
+        self.kind_bytes = np.zeros(N_KINDS, dtype=np.int64)
+        self.kind_durations: list[list[Int64s]] = [[] for _ in range(N_KINDS)]
+        self.latency_buckets = np.zeros((N_KINDS, EXPONENTS), dtype=np.int64)
+        self.size_buckets = np.zeros((N_KINDS, EXPONENTS), dtype=np.int64)
+        self.ops: dict[str, int] = {}
+        self.op_kind: dict[int, int] = {}
+        self.op_bytes: dict[int, int] = {}
+        self.op_durations: dict[int, list[Int64s]] = {}
+        self.paths: dict[str, int] = {}
+        self.path_totals: dict[str, Int64s] = {}
+        self.lane_ops = np.zeros(n_lanes, dtype=np.int64)
+        self.lane_bytes = np.zeros(n_lanes, dtype=np.int64)
+        self.lane_busy = np.zeros(n_lanes)
+        self.sequential = 0
+        self.accesses = 0
+        self.total_time = 0
+        self.fsync_time = 0
 
-def _files(columns: Columns, moved: Int64s, has_path: npt.NDArray[np.bool_]) -> list[dict[str, Any]]:
-    paths = columns.path[has_path]
-    kinds = columns.kind[has_path]
-    n = len(columns.paths)
+    def add(self, segment: Segment, rows: npt.NDArray[np.intp] | npt.NDArray[np.bool_] | slice) -> None:
+        kind = segment.kind[rows].astype(np.int64)
+        if not len(kind):
+            return
+        duration = segment.duration[rows]
+        size = segment.size[rows]
+        moved = lod.io_bytes(segment.kind[rows], size)
+        self.kind_count += np.bincount(kind, minlength=N_KINDS)
+        self.kind_bytes += np.bincount(kind, weights=moved, minlength=N_KINDS).astype(np.int64)
+        for code in np.flatnonzero(np.bincount(kind, minlength=N_KINDS)).tolist():
+            self.kind_durations[code].append(duration[kind == code])
+        self.latency_buckets += np.bincount(
+            kind * EXPONENTS + exponents(duration), minlength=N_KINDS * EXPONENTS
+        ).reshape(N_KINDS, EXPONENTS)
+        sized = size != NULL_INT
+        self.size_buckets += np.bincount(
+            kind[sized] * EXPONENTS + exponents(size[sized]), minlength=N_KINDS * EXPONENTS
+        ).reshape(N_KINDS, EXPONENTS)
+        ops = _global_codes(segment.ops, self.ops, segment.op[rows])
+        op_count = np.bincount(ops, minlength=len(self.ops))
+        op_bytes = np.bincount(ops, weights=moved, minlength=len(self.ops))
+        for code in np.flatnonzero(op_count).tolist():
+            mine = ops == code
+            self.op_kind.setdefault(code, int(kind[mine][0]))
+            self.op_bytes[code] = self.op_bytes.get(code, 0) + int(op_bytes[code])
+            self.op_durations.setdefault(code, []).append(duration[mine])
+        self._add_files(segment, rows, kind, duration, moved)
+        rank = np.searchsorted(self.lane_ids, segment.tid[rows])
+        self.lane_ops += np.bincount(rank, minlength=len(self.lane_ids))
+        self.lane_bytes += np.bincount(rank, weights=moved, minlength=len(self.lane_ids)).astype(np.int64)
+        # Rows of a segment are sorted by (tid, start): the union per lane needs no sort. Unions of
+        # different segments are added (segments cover consecutive stretches, so they hardly overlap).
+        starts = np.maximum(segment.start[rows], self.t0)
+        ends = np.maximum(np.minimum(segment.start[rows] + duration, self.t1), starts)
+        slots, u_start, u_end = lod.union_intervals(rank.astype(np.int64), starts, ends)
+        self.lane_busy += np.bincount(slots, weights=u_end - u_start, minlength=len(self.lane_ids))
+        moves_data = (kind == KIND_CODE["read"]) | (kind == KIND_CODE["write"])
+        accesses = (segment.offset[rows] != NULL_INT) & (segment.path[rows] >= 0) & moves_data
+        self.accesses += int(accesses.sum())
+        self.sequential += int((segment.sequential[rows] & accesses).sum())
+        self.total_time += int(duration.sum())
+        self.fsync_time += int(duration[kind == KIND_CODE["fsync"]].sum())
 
-    def per_path(mask: npt.NDArray[np.bool_] | None = None, weights: Any = None) -> list[int]:
-        keys = paths if mask is None else paths[mask]
-        if weights is not None and mask is not None:
-            weights = weights[mask]
-        return [int(v) for v in np.bincount(keys, weights=weights, minlength=n).tolist()]
-
-    reads, writes = kinds == KIND_CODE["read"], kinds == KIND_CODE["write"]
-    counts = per_path()
-    n_reads, n_writes, n_fsyncs = per_path(reads), per_path(writes), per_path(kinds == KIND_CODE["fsync"])
-    bytes_read, bytes_written = per_path(reads, moved[has_path]), per_path(writes, moved[has_path])
-    busy = per_path(None, columns.duration[has_path])
-    files: list[dict[str, Any]] = [
-        {
-            "path": columns.paths[code],
-            "reads": n_reads[code],
-            "writes": n_writes[code],
-            "fsyncs": n_fsyncs[code],
-            "bytes_read": bytes_read[code],
-            "bytes_written": bytes_written[code],
-            "busy_us": busy[code],
-        }
-        for code in range(n)
-        if counts[code]
-    ]
-    files.sort(key=lambda row: (-(row["bytes_read"] + row["bytes_written"]), -row["busy_us"], row["path"]))
-    return files
+    def _add_files(
+        self,
+        segment: Segment,
+        rows: npt.NDArray[np.intp] | npt.NDArray[np.bool_] | slice,
+        kind: Int64s,
+        duration: Int64s,
+        moved: Int64s,
+    ) -> None:
+        paths = segment.path[rows]
+        has_path = paths >= 0
+        if not has_path.any():
+            return
+        local = paths[has_path].astype(np.int64)
+        kinds = kind[has_path]
+        n = len(segment.paths)
+        counts = np.bincount(local * N_KINDS + kinds, minlength=n * N_KINDS).reshape(n, N_KINDS)
+        read_bytes = np.bincount(local, weights=np.where(kinds == KIND_CODE["read"], moved[has_path], 0), minlength=n)
+        written = np.bincount(local, weights=np.where(kinds == KIND_CODE["write"], moved[has_path], 0), minlength=n)
+        busy = np.bincount(local, weights=duration[has_path], minlength=n)
+        for code in np.flatnonzero(counts.sum(axis=1)).tolist():
+            totals = self.path_totals.setdefault(segment.paths[code], np.zeros(N_KINDS + 3, dtype=np.int64))
+            totals[:N_KINDS] += counts[code]
+            totals[N_KINDS:] += (int(read_bytes[code]), int(written[code]), int(busy[code]))
 
 
 def _cpu_running_us(data: TraceData, tid: int, t0: int, t1: int) -> int | None:
@@ -220,65 +212,82 @@ def _cpu_running_us(data: TraceData, tid: int, t0: int, t1: int) -> int | None:
     return int(inside[np.isin(spans.label[begin:end], running)].sum())
 
 
+def _histogram(counts: Int64s, bound: str) -> list[dict[str, int]]:
+    nonzero = np.flatnonzero(counts)
+    if not len(nonzero):
+        return []
+    return [{bound: 1 << e, "count": int(counts[e])} for e in range(int(nonzero[0]), int(nonzero[-1]) + 1)]
+
+
 def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[str, Any]:
     tids = selected_lanes(data, filters)
-    columns = gather(data, tids, t0, t1, filters)
-    moved = lod.io_bytes(columns.kind, columns.size)
+    tally = _Tally(tids, t0, t1)
+    for segment in data.segments:
+        tally.add(segment, _rows_of(segment, tids, t0, t1, filters))
     duration_us = max(0, t1 - t0)
     seconds = duration_us / 1e6
-    by_kind = []
-    latency_histogram, size_histogram = [], []
-    for kind in KINDS:
-        mask = columns.kind == KIND_CODE[kind]
-        if not mask.any():
+
+    def throughput(count: int, moved: int, durations: list[Int64s]) -> dict[str, Any]:
+        return {
+            "count": count,
+            "bytes": moved,
+            "mb_per_s": round(moved / 1e6 / seconds, 3) if seconds > 0 else 0.0,
+            "latency_us": _latency(np.concatenate(durations) if durations else np.empty(0, dtype=np.int64)),
+        }
+
+    by_kind, latency_histogram, size_histogram = [], [], []
+    for code, kind in enumerate(KINDS):
+        if not tally.kind_count[code]:
             continue
-        by_kind.append({"kind": kind, **_group_stats(columns, moved, mask, seconds)})
-        latency_histogram.append(
-            {"kind": kind, "buckets": [{"le_us": le, "count": n} for le, n in log_histogram(columns.duration[mask])]}
+        by_kind.append(
+            {
+                "kind": kind,
+                **throughput(int(tally.kind_count[code]), int(tally.kind_bytes[code]), tally.kind_durations[code]),
+            }
         )
-        sizes = columns.size[mask]
-        sizes = sizes[sizes != NULL_INT]
-        if len(sizes):
-            size_histogram.append(
-                {"kind": kind, "buckets": [{"le_bytes": le, "count": n} for le, n in log_histogram(sizes)]}
-            )
-    by_op = []
-    for code in np.unique(columns.op).tolist():
-        mask = columns.op == code
-        kind = KINDS[int(columns.kind[mask][0])]
-        by_op.append({"op": columns.ops[code], "kind": kind, **_group_stats(columns, moved, mask, seconds)})
+        latency_histogram.append({"kind": kind, "buckets": _histogram(tally.latency_buckets[code], "le_us")})
+        if tally.size_buckets[code].any():
+            size_histogram.append({"kind": kind, "buckets": _histogram(tally.size_buckets[code], "le_bytes")})
+    op_names = list(tally.ops)
+    by_op = [
+        {
+            "op": op_names[code],
+            "kind": KINDS[tally.op_kind[code]],
+            **throughput(sum(len(d) for d in durations), tally.op_bytes[code], durations),
+        }
+        for code, durations in tally.op_durations.items()
+    ]
     by_op.sort(key=lambda row: (-row["count"], row["op"]))
     roles = lane_roles(data)
-    lane_ids = np.array(tids, dtype=np.int64)
-    rank = np.searchsorted(lane_ids, columns.tid)
-    n_lanes = len(tids)
-    ops_per_lane = np.bincount(rank, minlength=n_lanes)
-    bytes_per_lane = np.bincount(rank, weights=moved, minlength=n_lanes)
-    busy_per_lane = _busy_per_lane(columns, rank, n_lanes, t0, t1)
     threads = []
     for slot, tid in enumerate(tids):
         running = _cpu_running_us(data, tid, t0, t1)
+        busy = min(float(tally.lane_busy[slot]), duration_us)
         threads.append(
             {
                 "tid": tid,
                 "role": roles.get(tid, {}).get("role", f"thread {tid}"),
-                "busy_pct": round(100 * float(busy_per_lane[slot]) / duration_us, 3) if duration_us else 0.0,
+                "busy_pct": round(100 * busy / duration_us, 3) if duration_us else 0.0,
                 "cpu_pct": None if running is None or not duration_us else round(100 * running / duration_us, 3),
-                "operations": int(ops_per_lane[slot]),
-                "bytes": int(bytes_per_lane[slot]),
+                "operations": int(tally.lane_ops[slot]),
+                "bytes": int(tally.lane_bytes[slot]),
             }
         )
-    has_path = columns.path >= 0
-    files = _files(columns, moved, has_path)
-    accesses = (
-        (columns.offset != NULL_INT)
-        & has_path
-        & ((columns.kind == KIND_CODE["read"]) | (columns.kind == KIND_CODE["write"]))
-    )
-    sequential = int((columns.sequential & accesses).sum())
-    n_accesses = int(accesses.sum())
-    total_time = int(columns.duration.sum())
-    fsync_time = int(columns.duration[columns.kind == KIND_CODE["fsync"]].sum())
+    read, write, fsync = KIND_CODE["read"], KIND_CODE["write"], KIND_CODE["fsync"]
+    files: list[dict[str, Any]] = [
+        {
+            "path": path,
+            "reads": int(totals[read]),
+            "writes": int(totals[write]),
+            "fsyncs": int(totals[fsync]),
+            "bytes_read": int(totals[N_KINDS]),
+            "bytes_written": int(totals[N_KINDS + 1]),
+            "busy_us": int(totals[N_KINDS + 2]),
+        }
+        for path, totals in tally.path_totals.items()
+    ]
+    files.sort(key=lambda row: (-(row["bytes_read"] + row["bytes_written"]), -row["busy_us"], row["path"]))
+    sequential, accesses = tally.sequential, tally.accesses
     return {
         "t0_us": t0,
         "t1_us": t1,
@@ -291,10 +300,10 @@ def read_stats(data: TraceData, *, t0: int, t1: int, filters: Filters) -> dict[s
         "files": files,
         "access": {
             "sequential_ops": sequential,
-            "random_ops": n_accesses - sequential,
-            "sequential_pct": round(100 * sequential / n_accesses, 3) if n_accesses else 0.0,
+            "random_ops": accesses - sequential,
+            "sequential_pct": round(100 * sequential / accesses, 3) if accesses else 0.0,
         },
-        "fsync_time_pct": round(100 * fsync_time / total_time, 3) if total_time else 0.0,
+        "fsync_time_pct": round(100 * tally.fsync_time / tally.total_time, 3) if tally.total_time else 0.0,
     }
 
 
