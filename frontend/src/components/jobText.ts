@@ -15,8 +15,18 @@ export function targetText(job: Job): string {
   return `sandbox · ${preset}${target.keep === true ? " (kept)" : ""}`;
 }
 
-export function backupText(job: Job): string {
-  if (job.backup_path) return job.backup_path;
+/** A path under one of the backup roots, from that root on ("demo/shop.sql.gz"); other paths as they are. */
+export function relativeToRoots(path: string, roots: readonly string[]): string {
+  for (const root of roots) {
+    const prefix = root.endsWith("/") ? root : `${root}/`;
+    if (path.startsWith(prefix)) return path.slice(prefix.length);
+  }
+  return path;
+}
+
+/** The backup as people name it (relative to its root), or the imported file's name. */
+export function backupText(job: Job, roots: readonly string[] = []): string {
+  if (job.backup_path) return relativeToRoots(job.backup_path, roots);
   const fileName = job.parameters.file_name;
   return typeof fileName === "string" ? fileName : "–";
 }

@@ -3,6 +3,7 @@ import { Link, useNavigate, useSearchParams } from "react-router-dom";
 
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
 import { backupText, phaseText, targetText } from "../components/jobText";
+import { backupRootsQuery } from "../queries/backups";
 import { JOB_STATUSES, type Job, isActive, jobsQuery } from "../queries/jobs";
 import { formatRate, formatSeconds } from "../timeline/format";
 
@@ -16,7 +17,7 @@ function startedText(job: Job): string {
     : when.toLocaleString([], { dateStyle: "short", timeStyle: "short" });
 }
 
-function JobRow({ job }: { job: Job }) {
+function JobRow({ job, roots }: { job: Job; roots: string[] }) {
   const navigate = useNavigate();
   const href = `/jobs/${String(job.id)}`;
   return (
@@ -32,7 +33,7 @@ function JobRow({ job }: { job: Job }) {
       </td>
       <td>{job.kind}</td>
       <td className="mono" title={job.backup_path ?? undefined}>
-        {backupText(job)}
+        {backupText(job, roots)}
       </td>
       <td>{targetText(job)}</td>
       <td>{startedText(job)}</td>
@@ -58,6 +59,7 @@ export function JobsPage() {
   const status = params.getAll("status");
   const kind = params.get("kind") ?? "";
   const jobs = useQuery(jobsQuery({ status, kind }));
+  const roots = useQuery(backupRootsQuery());
 
   const toggleStatus = (value: string): void => {
     const next = new URLSearchParams(params);
@@ -150,7 +152,7 @@ export function JobsPage() {
               </thead>
               <tbody>
                 {jobs.data.data.map((job) => (
-                  <JobRow key={job.id} job={job} />
+                  <JobRow key={job.id} job={job} roots={roots.data ?? []} />
                 ))}
               </tbody>
             </table>

@@ -5,6 +5,7 @@ import { Link, useNavigate } from "react-router-dom";
 import { ApiError } from "../api/errors";
 import { Empty, ErrorMessage, Loading } from "../components/common";
 import { Field } from "../components/Field";
+import { relativeToRoots } from "../components/jobText";
 import { type Backup, backupsQuery } from "../queries/backups";
 import { type RestoreRequest, useCreateRestore } from "../queries/jobs";
 import { type ServerOptions, presetsQuery } from "../queries/presets";
@@ -24,8 +25,7 @@ const CAPTURES: { value: Capture; label: string }[] = [
 
 /** The path under its root ("demo/shop.sql.gz"), which is what a DBA recognises. */
 function relativePath(backup: Backup): string {
-  const root = backup.root.endsWith("/") ? backup.root : `${backup.root}/`;
-  return backup.path.startsWith(root) ? backup.path.slice(root.length) : backup.path;
+  return relativeToRoots(backup.path, [backup.root]);
 }
 
 /** Why a backup cannot be restored by this version, in the words the API would use. */

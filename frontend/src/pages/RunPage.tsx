@@ -2,9 +2,10 @@ import { useQuery } from "@tanstack/react-query";
 import { Link, useNavigate, useParams } from "react-router-dom";
 
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
-import { captureText, phaseText, targetText } from "../components/jobText";
+import { backupText, captureText, phaseText, targetText } from "../components/jobText";
 import { LogTail } from "../components/LogTail";
 import { ServerState } from "../components/ServerState";
+import { backupRootsQuery } from "../queries/backups";
 import { type JobDetail, isActive, jobQuery, useCancelJob, useJobEvents, useRetryJob } from "../queries/jobs";
 import { formatBytes, formatCount, formatPercent, formatRate, formatRowsPerSecond, formatSeconds } from "../timeline/format";
 
@@ -191,6 +192,7 @@ export function RunPage() {
   const events = useJobEvents(jobId);
   const cancel = useCancelJob(jobId);
   const retry = useRetryJob(jobId);
+  const roots = useQuery(backupRootsQuery());
 
   if (!Number.isSafeInteger(jobId)) return <Empty title="That is not a job number" />;
   if (job.isPending) return <Loading what={`job #${String(jobId)}`} />;
@@ -215,7 +217,9 @@ export function RunPage() {
         </h1>
         <StatusBadge status={data.status} />
         {data.cancel_requested && active && <span className="badge warn">cancelling</span>}
-        <span className="sub mono">{data.backup_path}</span>
+        <span className="sub mono" title={data.backup_path ?? undefined}>
+          {backupText(data, roots.data ?? [])}
+        </span>
         <span className="spacer" />
         <Link className="button" to={`/jobs/${String(jobId)}/timeline`}>
           IO timeline

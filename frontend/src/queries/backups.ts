@@ -13,3 +13,13 @@ export function backupsQuery() {
     staleTime: 30_000,
   });
 }
+
+/** Only the configured roots (no rescan), to show job paths relative to them. */
+export function backupRootsQuery() {
+  return queryOptions({
+    queryKey: [...keys.backups, "roots"],
+    queryFn: () => unwrap(api.GET("/api/v1/backups", { params: { query: { refresh: false } } })),
+    select: (backups) => backups.roots,
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+}
