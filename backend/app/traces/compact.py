@@ -25,7 +25,7 @@ from app.traces import lod
 from app.traces.segment import segment_from_table, write_segment
 from app.traces.store import iter_parts
 
-SEGMENT_OPERATIONS: Final = 2_000_000
+SEGMENT_OPERATIONS: Final = 1_000_000  # bounds compaction memory (~0.6 GB peak) and time
 N_KINDS: Final = lod.N_KINDS
 
 
