@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 from pydantic_core import to_json
 
 from app.traces.compact import WHOLE_STATS_FILE
@@ -36,7 +37,7 @@ from app.traces.operation import Operation
 from app.traces.reader import open_trace_data
 from app.traces.records import CounterSample, Lane, Span
 from app.traces.stats import read_stats
-from app.traces.store import TraceWriter
+from app.traces.store import OPERATION_SCHEMA, TraceWriter
 from app.traces.window import Filters, read_window
 
 LANES = 64
@@ -271,6 +272,32 @@ def ingest(directory: Path, operations: int, seed: int) -> tuple[int, float, flo
     return written, spent, close_s, peak_during_ingest
 
 
+def columnar_ingest(directory: Path, operations: int, seed: int) -> float:
+    """The same workload handed over as Arrow tables (add_operation_table): the writer without the
+    per-object conversion, as a producer that parses into arrays would use it. Returns ops/s."""
+    workload = Workload(seed, operations / LANES / (150 * operations / 10_000_000) * 0.9)
+    writer = TraceWriter(directory, compact_on_close=False)
+    written, cursor, spent = 0, T0, 0.0
+    while written < operations:
+        batch: list[Operation] = []
+        while len(batch) < 1_000_000 and written + len(batch) < operations:
+            batch += workload.slice(cursor + 200_000)
+            cursor += 200_000
+        batch = batch[: operations - written]
+        tables = [
+            pa.table({name: [getattr(o, name) for o in batch[i : i + 100_000]] for name in OPERATION_SCHEMA.names})
+            for i in range(0, len(batch), 100_000)
+        ]
+        started = time.perf_counter()
+        for table in tables:
+            writer.add_operation_table(table)
+        writer.flush()
+        spent += time.perf_counter() - started
+        written += len(batch)
+    writer.close()
+    return written / spent
+
+
 def windows(t_min: int, t_max: int, count: int, seed: int) -> Iterator[tuple[int, int]]:
     rng = random.Random(seed)
     for _ in range(count):
@@ -285,6 +312,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="write the trace here and keep it")
+    parser.add_argument(
+        "--columnar-ingest", type=int, default=2_000_000, help="operations for the table path (0: skip)"
+    )
     args = parser.parse_args()
     directory = args.keep or Path(tempfile.mkdtemp(prefix="timeline-bench-")) / "trace"
     try:
@@ -298,6 +328,10 @@ def main() -> None:
               f"peak RSS through close: {peak_rss_mib():.0f} MiB")  # fmt: skip
         size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
         print(f"on disk: {size / 2**20:.0f} MiB ({size / written:.1f} bytes per operation)")
+        if args.columnar_ingest:
+            rate = columnar_ingest(directory.parent / "columnar", args.columnar_ingest, args.seed)
+            print(f"ingest of {args.columnar_ingest:,} operations as Arrow tables (add_operation_table): "
+                  f"{rate / 1e6:.2f} M ops/s")  # fmt: skip
 
         opened_ms, data = timed(lambda: open_trace_data(directory))
         assert data is not None

@@ -199,3 +199,32 @@ def test_runs_of_small_parts_are_merged_and_nothing_is_lost(tmp_path: Path) -> N
     summary = writer.close()
     assert summary.operations == 200 and summary.spans == 40
     assert len(read_ops(tmp_path / "t")) == 200
+
+
+def test_operations_in_columns_join_the_objects(tmp_path: Path) -> None:
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+
+    columns = pa.table(
+        {
+            "start_us": [5, 1],
+            "duration_us": [2, 3],
+            "tid": [9, 9],
+            "op": ["pread64", "pwrite64"],
+            "kind": ["read", "write"],
+            "path": ["/d/c.ibd", None],
+            "offset": [0, None],
+            "size": [100, None],
+            "result": ["100", "OK"],
+        }
+    )
+    with TraceWriter(tmp_path / "t") as writer:
+        writer.add_operation_table(columns)
+        writer.add_operations([op(3, tid=9)])
+        with pytest.raises(ValueError, match="lacks the columns"):
+            writer.add_operation_table(columns.drop_columns(["kind"]))
+    rows = read_ops(tmp_path / "t")
+    assert [(r["start_us"], r["op"], r["path"]) for r in rows] == [
+        (1, "pwrite64", None),
+        (3, "pwrite64", "/d/t.ibd"),
+        (5, "pread64", "/d/c.ibd"),
+    ]

@@ -212,11 +212,13 @@ def read_summary(directory: Path) -> TraceSummary | None:
 @dataclass
 class _Batch:
     operations: list[Operation] = field(default_factory=list)
+    operation_tables: list[pa.Table] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     counters: list[CounterSample] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.operations) + len(self.spans) + len(self.counters)
+        tabled: int = sum(int(table.num_rows) for table in self.operation_tables)
+        return len(self.operations) + tabled + len(self.spans) + len(self.counters)
 
 
 @dataclass
@@ -289,6 +291,19 @@ class TraceWriter:
         with self._lock:
             self._check_open()
             self._batch.operations.extend(operations)
+            full = self._take_if_full()
+        self._hand_off(full)
+
+    def add_operation_table(self, table: pa.Table) -> None:
+        """Operations already in columns (OPERATION_SCHEMA's names; strings plain or dictionary-encoded):
+        for producers that parse into arrays, it skips the per-object conversion."""
+        missing = set(OPERATION_SCHEMA.names) - set(table.schema.names)
+        if missing:
+            raise ValueError(f"operation table lacks the columns {sorted(missing)}")
+        table = table.select(OPERATION_SCHEMA.names).cast(OPERATION_SCHEMA)
+        with self._lock:
+            self._check_open()
+            self._batch.operation_tables.append(table)
             full = self._take_if_full()
         self._hand_off(full)
 
@@ -438,8 +453,11 @@ class TraceWriter:
 
     def _convert(self, batch: _Batch) -> _Tables:
         tables = _Tables()
+        parts = list(batch.operation_tables)
         if batch.operations:
-            table = operations_table(batch.operations, self._dictionaries)
+            parts.append(operations_table(batch.operations, self._dictionaries))
+        if parts:
+            table = pa.concat_tables(parts).unify_dictionaries() if len(parts) > 1 else parts[0]
             tables.operations = table.sort_by([("tid", "ascending"), ("start_us", "ascending")])
         if batch.spans:
             tables.spans = _spans_table(batch.spans, self._dictionaries)
