@@ -14,7 +14,12 @@ export const test = base.extend<{ saveScreenshot: (page: Page, name: string) => 
   },
   saveScreenshot: async ({}, use) => {
     await use(async (page, name) => {
-      await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
+      // A sticky header gets stitched into the middle of a full-page capture; pin it for the picture.
+      await page.screenshot({
+        path: path.join(screenshots, `${name}.png`),
+        fullPage: true,
+        style: ".topbar { position: static !important; }",
+      });
     });
   },
 });

@@ -21,7 +21,7 @@ describe("readFieldErrors", () => {
           },
         ],
       },
-      [{ field: "target.options.innodb_buffer_pool_size", message: "String should match pattern '^\\d+[KMGkmg]?$'" }],
+      [{ field: "target.options.innodb_buffer_pool_size", message: "should be a size such as 512M or 2G (digits, then optionally K, M or G)" }],
     ],
     [
       "pydantic's 'Value error, ' prefix goes",
@@ -29,6 +29,16 @@ describe("readFieldErrors", () => {
       [{ field: "target.options.extra", message: "'X' is not a server option name" }],
     ],
     ["a body-level error has the empty field", { detail: [{ loc: ["body"], msg: "busy" }] }, [{ field: "", message: "busy" }]],
+    [
+      "an unknown pattern is kept as pydantic says it",
+      { detail: [{ loc: ["body", "x"], msg: "String should match pattern '^a$'" }] },
+      [{ field: "x", message: "String should match pattern '^a$'" }],
+    ],
+    [
+      "the database name pattern in words",
+      { detail: [{ loc: ["body", "database"], msg: "String should match pattern '^[^`/\\\\.\\x00]{1,64}$'" }] },
+      [{ field: "database", message: "should be a database name of 1 to 64 characters without `, /, \\ or ." }],
+    ],
   ])("%s", (_name, body, expected) => {
     expect(readFieldErrors(body)).toEqual(expected);
   });
@@ -39,6 +49,7 @@ describe("ApiError", () => {
     [400, { detail: "Not a JuiceFS access log or strace output" }, "Not a JuiceFS access log or strace output"],
     [413, null, "The file is too large for this server."],
     [422, { detail: [{ loc: ["body", "database"], msg: "bad name" }] }, "database: bad name"],
+    [422, { detail: [{ loc: ["body", "target", "options", "log_bin"], msg: "bad" }] }, "log_bin: bad"],
     [502, "gateway", "The server failed (HTTP 502); its log says why."],
   ])("HTTP %s with %o says %s", (status, body, message) => {
     expect(ApiError.from(status, body).message).toBe(message);

@@ -10,6 +10,18 @@ export interface FieldError {
   message: string;
 }
 
+// Validation messages that quote a regular expression, said the way a DBA would.
+const PATTERN_WORDS: Record<string, string> = {
+  "^\\d+[KMGkmg]?$": "a size such as 512M or 2G (digits, then optionally K, M or G)",
+  "^[^`/\\\\.\\x00]{1,64}$": "a database name of 1 to 64 characters without `, /, \\ or .",
+};
+
+function plainMessage(message: string): string {
+  const pattern = /^String should match pattern '(.*)'$/.exec(message);
+  const words = pattern?.[1] === undefined ? undefined : PATTERN_WORDS[pattern[1]];
+  return words === undefined ? message.replace(/^Value error, /, "") : `should be ${words}`;
+}
+
 const UNION_TAGS = new Set(["sandbox", "saved", "SandboxTargetSpec", "SavedTargetSpec"]);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -25,7 +37,7 @@ export function readFieldErrors(body: unknown): FieldError[] {
     const loc = Array.isArray(item.loc) ? item.loc.map(String) : [];
     const path = loc.filter((part, index) => !(index === 0 && ["body", "query", "path"].includes(part)));
     const field = path.filter((part) => !UNION_TAGS.has(part)).join(".");
-    const message = typeof item.msg === "string" ? item.msg.replace(/^Value error, /, "") : "is not valid";
+    const message = typeof item.msg === "string" ? plainMessage(item.msg) : "is not valid";
     errors.push({ field, message });
   }
   return errors;
@@ -54,7 +66,8 @@ export class ApiError extends Error {
   static from(status: number, body: unknown): ApiError {
     const fields = readFieldErrors(body);
     if (fields.length > 0) {
-      const summary = fields.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join("; ");
+      // The last part of the field's path is the name on the form ("innodb_buffer_pool_size").
+      const summary = fields.map((e) => (e.field ? `${e.field.split(".").pop() ?? e.field}: ${e.message}` : e.message)).join("; ");
       return new ApiError(status, summary, fields);
     }
     if (isRecord(body) && typeof body.detail === "string") return new ApiError(status, body.detail);
