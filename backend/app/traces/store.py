@@ -2,15 +2,17 @@
 
 Layout of ``{data_dir}/traces/{job_id}/``::
 
-    meta.json              status, counts, lanes, counter tracks, producer facts; rewritten atomically
+    meta.json                    status, counts, lanes, counter tracks, producer facts; rewritten atomically
     ops/part-000001.parquet      operations, one file per flush, sorted by (tid, start_us)
-    spans/part-000001.parquet    CPU and SQL state spans
-    counters/part-000001.parquet counter samples
+    ops/part-000001-000063.parquet  a run of 32 small parts merged (the small ones are then skipped)
+    spans/part-000002.parquet    CPU and SQL state spans
+    counters/part-000003.parquet counter samples
 
 Every file appears by rename, so a reader never sees half a file: it lists the parts and reads what is
 there while the writer goes on appending. ``meta.json`` is written after the part it counts.
-On close the writer also builds the query files (see ``compact``): one memory-mappable file of all
-operations sorted by lane and time, and level-of-detail summaries, so zoomed-out views stay fast.
+On close the writer builds the query files instead (see ``compact``): memory-mappable segments of
+operations sorted by lane and time with their level-of-detail pyramids, the spans and counters in one
+file each, and the whole trace's statistics; then the parts are removed.
 
 Strings (op, kind, path, result, span labels, counter tracks) are dictionary-encoded in every part.
 """
