@@ -228,3 +228,23 @@ def test_operations_in_columns_join_the_objects(tmp_path: Path) -> None:
         (3, "pwrite64", "/d/t.ibd"),
         (5, "pread64", "/d/c.ibd"),
     ]
+
+
+def test_producers_of_one_job_share_its_writer(job_id: int) -> None:
+    """The IO capture and the CPU sampler both open the job's trace: one writer, ended by the last close."""
+    capture = open_job_trace(job_id, backend="strace")
+    sampler = open_job_trace(job_id, backend="strace")
+    assert sampler is capture
+    capture.add_operations([op(1)])
+    capture.close()
+    sampler.add_spans([Span(1, 0, 5, "cpu", "running")])  # still open for the other holder
+    with session_scope() as session:
+        row = session.scalar(select(Trace).where(Trace.job_id == job_id))
+        assert row is not None and row.status == "recording"
+    sampler.close(status="failed")
+    with session_scope() as session:
+        row = session.scalar(select(Trace).where(Trace.job_id == job_id))
+        assert row is not None and row.status == "failed" and row.operations == 1
+    fresh = open_job_trace(job_id, backend="ebpf")  # a retry starts over
+    assert fresh is not capture
+    fresh.close()

@@ -7,9 +7,12 @@ A worker that dies leaves the row "recording": once its job has ended, the trace
 (what was flushed before the crash stays readable).
 """
 
+import contextlib
 import json
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -24,13 +27,18 @@ from app.models.trace import Trace, TraceSource, TraceStatus
 from app.traces import stats, window
 from app.traces.compact import WHOLE_STATS_FILE
 from app.traces.reader import TraceData, open_trace_data
-from app.traces.store import TraceSummary, TraceWriter, read_summary, trace_dir
+from app.traces.store import TraceClosed, TraceSummary, TraceWriter, read_summary, trace_dir
 from app.traces.window import Filters
 
 UnitOfWork = Callable[[], AbstractContextManager[Session]]
 
 # set_meta keys that have their own column in the summary row.
 _COLUMNS_FROM_META = ("backend", "aio_mode", "visibility", "fallback_reason")
+
+
+# Writers open in this process, by job, with the creation time of the summary row they belong to.
+_open_writers: dict[int, tuple[TraceWriter, datetime]] = {}
+_open_writers_lock = threading.Lock()
 
 
 def open_job_trace(
@@ -43,22 +51,39 @@ def open_job_trace(
     flush_every_ops: int = 200_000,
     flush_every_s: float = 1.0,
 ) -> TraceWriter:
-    """Start (or restart) the job's trace: a fresh directory and a "recording" summary row.
+    """Start the job's trace: a fresh directory and a "recording" summary row; returns its writer.
 
     Closing the writer copies its summary into the row; ``close(status="failed")`` (or leaving a
-    ``with`` block by an exception) marks it failed.
+    ``with`` block by an exception) marks it failed. Called again while the job's writer is open in this
+    process and its row still records (the IO capture and the CPU sampler of one restore), it returns
+    that same writer, shared: each caller closes it once, and the trace ends at the last close.
     """
     settings = settings or get_settings()
-    with unit_of_work() as session:
-        start_trace_row(session, job_id, source=source, backend=backend)
+    with _open_writers_lock, unit_of_work() as session:
+        row = session.scalar(select(Trace).where(Trace.job_id == job_id))
+        open_writer = _open_writers.pop(job_id, None)
+        if open_writer is not None and row is not None and row.status == TraceStatus.RECORDING:
+            writer, created_at = open_writer
+            if row.created_at == created_at:
+                with contextlib.suppress(TraceClosed):
+                    shared = writer.share()
+                    _open_writers[job_id] = open_writer
+                    return shared
+        row = start_trace_row(session, job_id, source=source, backend=backend)
+        created_at = row.created_at
 
-    def store(summary: TraceSummary) -> None:
-        with unit_of_work() as session:
-            store_summary(session, job_id, summary)
+        def store(summary: TraceSummary) -> None:
+            with _open_writers_lock:
+                if job_id in _open_writers and _open_writers[job_id][0] is writer:
+                    del _open_writers[job_id]
+            with unit_of_work() as session:
+                store_summary(session, job_id, summary)
 
-    return TraceWriter(
-        trace_dir(settings, job_id), flush_every_ops=flush_every_ops, flush_every_s=flush_every_s, on_close=store
-    )
+        writer = TraceWriter(
+            trace_dir(settings, job_id), flush_every_ops=flush_every_ops, flush_every_s=flush_every_s, on_close=store
+        )
+        _open_writers[job_id] = (writer, created_at)
+        return writer
 
 
 def start_trace_row(session: Session, job_id: int, *, source: str, backend: str) -> Trace:

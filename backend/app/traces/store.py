@@ -273,6 +273,8 @@ class TraceWriter:
         self._small_parts: dict[str, list[tuple[int, int]]] = {}  # kind -> [(part number, rows)] since a merge
         self._meta_dirty = True
         self._closed = False
+        self._holders = 1
+        self._failed_by_holder = False
         self._error: BaseException | None = None
         self._dictionaries = {
             name: _Dictionary() for name in ("op", "kind", "path", "result", "track", "label", "counter", "unit")
@@ -358,11 +360,26 @@ class TraceWriter:
         self._queue.join()  # every batch converted and its tables queued...
         self._tables.join()  # ...and written
 
+    def share(self) -> "TraceWriter":
+        """One more holder (another producer of the same job): the trace ends at the last holder's close."""
+        with self._lock:
+            self._check_open()
+            self._holders += 1
+        return self
+
     def close(self, *, status: str = "complete") -> TraceSummary:
-        """Write what is buffered, build the query files and mark the trace ``status``; returns the summary."""
+        """Write what is buffered, build the query files and mark the trace ``status``; returns the summary.
+
+        With several holders (``share``), only the last close does that; the trace is failed if any
+        holder closed it as failed."""
         with self._lock:
             if self._closed:
                 return self._summary
+            self._failed_by_holder |= status == "failed"
+            self._holders -= 1
+            if self._holders > 0:
+                return self._summary
+            status = "failed" if self._failed_by_holder else status
             self._closed = True
             rest, self._batch = self._batch, _Batch()
         self._queue.put(rest)
