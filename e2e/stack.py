@@ -63,6 +63,8 @@ def main() -> int:
         "RESTORESCOPE_HEARTBEAT_INTERVAL_S": "1",
         "RESTORESCOPE_PROGRESS_INTERVAL_S": "0.5",
         "RESTORESCOPE_SWEEP_INTERVAL_S": "2",
+        # Small, so the browser test can show what a too-large upload looks like without sending 512 MiB.
+        "RESTORESCOPE_TRACE_UPLOAD_MAX_BYTES": str(4 * 2**20),
     }
     full_env = {**os.environ, **env, "PYTHONPATH": f"{REPO / 'backend'}:{REPO}"}
     (root / "data").mkdir(parents=True)

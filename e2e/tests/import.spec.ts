@@ -148,7 +148,15 @@ test("an imported JuiceFS log (v1.2 and later) shows its lanes; a bad file is re
   await page.getByLabel("Trace file").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello\nthis is not a trace\n") });
   await page.getByRole("button", { name: "Import", exact: true }).click();
   await expect(page.getByRole("alert")).toContainText("not a trace restorescope can read");
+  await expect(page.getByRole("alert")).toContainText("JuiceFS access log");
   await saveScreenshot(page, "import-refused");
+
+  // Over the server's upload limit (4 MiB in the test stack): said in plain words, with what to do.
+  const line = "2024.05.01 10:00:00.000100 [uid:0,gid:0,pid:77] write (5,16384,49152,12) - OK <0.000050>\n";
+  await page.getByLabel("Trace file").setInputFiles({ name: "huge.log", mimeType: "text/plain", buffer: Buffer.from(line.repeat(60_000)) });
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await expect(page.getByRole("alert")).toContainText("too large to upload here");
+  await expect(page.getByRole("alert")).toContainText("Cut the log");
 });
 
 test("an imported strace log shows one lane per thread and every line read", async ({ page, saveScreenshot }) => {

@@ -2,7 +2,7 @@
 
 import type { ReactNode } from "react";
 
-import { errorMessage } from "../api/errors";
+import { ApiError, errorMessage } from "../api/errors";
 import { formatPercent } from "../timeline/format";
 
 export function StatusBadge({ status }: { status: string }) {
@@ -25,11 +25,24 @@ export function ProgressBar({ percent, status, small = false }: { percent: numbe
   );
 }
 
-export function ErrorMessage({ error, title, children }: { error: unknown; title?: string; children?: ReactNode }) {
+export function ErrorMessage({
+  error,
+  title,
+  children,
+  withoutField = false,
+}: {
+  error: unknown;
+  title?: string;
+  children?: ReactNode;
+  /** Leave out the field's name when the page has one field only (an upload's "file"). */
+  withoutField?: boolean;
+}) {
   return (
     <div className="message error" role="alert">
       {title !== undefined && <strong>{title}</strong>}
-      {errorMessage(error)}
+      {withoutField && error instanceof ApiError && error.fields.length > 0
+        ? error.fields.map((field) => field.message).join("; ")
+        : errorMessage(error)}
       {children}
     </div>
   );

@@ -86,7 +86,7 @@ export function ImportPage() {
         </div>
       </form>
       {upload.isError && (
-        <ErrorMessage error={upload.error} title={importErrorTitle(upload.error)}>
+        <ErrorMessage error={upload.error} title={importErrorTitle(upload.error)} withoutField>
           {importErrorHint(upload.error) !== null && <div>{importErrorHint(upload.error)}</div>}
         </ErrorMessage>
       )}
