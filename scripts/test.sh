@@ -13,4 +13,4 @@ RESTORESCOPE_TEST_DATABASE=postgresql .venv/bin/pytest -m "not integration"
 # The browser app: lint, unit tests and a fresh build (with its type check), then Playwright against the real
 # stack that e2e/stack.py starts (private Redis, API serving the build, a worker); screenshots go to e2e/screenshots.
 (cd frontend && npm run --silent lint && npm test -- --run && npm run --silent build)
-(cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test)
+(cd e2e && npx tsc --noEmit && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test)
