@@ -16,6 +16,7 @@ worker/capture/aio_cost.json, which jobs quote when they switch AIO mode for a c
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -112,12 +113,14 @@ def main() -> None:
     runs = [run for run in RUNS if not args.only or run[0] in args.only.split(",")]
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     notes: list[str] = []
+    loads: list[float] = []  # the machine may be shared: say how busy it was
     for round_no in range(args.rounds):
         # Rotate the order each round, so a drift in the machine's load does not favour one run.
         shift = round_no % len(runs)
         for name, backend, aio_mode in runs[shift:] + runs[:shift]:
             seconds = restore_once(dump, name, backend, aio_mode, notes.append)
             times[name].append(seconds)
+            loads.append(os.getloadavg()[0])
             print(f"round {round_no + 1}: {name:20s} {seconds:7.1f} s", flush=True)
 
     median = {name: statistics.median(values) for name, values in times.items() if values}
@@ -126,6 +129,7 @@ def main() -> None:
         if "operations in the trace" in line or "lost" in line:
             print(f"  {line}")
     print(f"\nmedian of {args.rounds} round(s), {args.tables} x {args.rows} rows, server defaults, restore only")
+    print(f"load average during the runs: median {statistics.median(loads):.1f} on {os.cpu_count()} CPUs")
     base = median.get("untraced")
     goals = {"ebpf": "goal <= 1.05x", "strace": "goal <= 1.5x", "fuse": "as measured"}
     for name, seconds in median.items():
@@ -148,6 +152,8 @@ def main() -> None:
                         "dataset": f"sysbench {args.tables} x {args.rows} rows, mysql client, median of {args.rounds}",
                         "measured_on": datetime.now(UTC).date().isoformat(),
                         "rounds": args.rounds,
+                        "conditions": f"load average {statistics.median(loads):.1f} during the runs, "
+                        f"on {os.cpu_count()} CPUs",
                     },
                     indent=2,
                 )
