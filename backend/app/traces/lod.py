@@ -189,6 +189,18 @@ class Level:
         return self._lanes
 
     _lanes: dict[int, tuple[int, int]] | None = None
+    _keys: tuple[Int64s, Int64s, int, int] | None = None
+
+    def search_keys(self) -> tuple[Int64s, Int64s, int, int]:
+        """One sorted key per row, ``lane rank * span + bucket - base``; the lanes' tids by rank; base; span.
+        Built once per level (levels are cached with their trace)."""
+        if self._keys is None:
+            base = int(self.bucket.min())
+            span = int(self.bucket.max()) - base + 2
+            lane_tids = np.unique(self.tid)
+            rank = np.searchsorted(lane_tids, self.tid).astype(np.int64)
+            self._keys = (rank * span + (self.bucket - base), lane_tids, base, span)
+        return self._keys
 
 
 _FAR: Final = 1 << 62
@@ -298,23 +310,22 @@ def level_into(
     proportion; its count and bytes go whole to the window bucket where it starts.
     """
     first_bucket, end_bucket = buckets
-    if first_bucket >= end_bucket:
+    if first_bucket >= end_bucket or not len(level):
         return
-    ranges, slots = [], []
-    for tid, slot in lanes:
-        begin, end = level.lanes.get(tid, (0, 0))
-        if begin == end:
-            continue
-        lane_buckets = level.bucket[begin:end]
-        lo = begin + int(np.searchsorted(lane_buckets, first_bucket, side="left"))
-        up = begin + int(np.searchsorted(lane_buckets, end_bucket, side="left"))
-        if lo < up:
-            ranges.append(np.arange(lo, up))
-            slots.append(np.full(up - lo, slot, dtype=np.int64))
-    if not ranges:
+    # All lanes' row ranges with two searchsorted calls on a (lane, bucket) key, not a loop per lane.
+    keys, lane_of, base, span = level.search_keys()
+    tids = np.array([tid for tid, _ in lanes], dtype=np.int64)
+    wanted_slots = np.array([slot for _, slot in lanes], dtype=np.int64)
+    rank = np.searchsorted(lane_of, tids)
+    known = (rank < len(lane_of)) & (lane_of[np.minimum(rank, len(lane_of) - 1)] == tids)
+    rank, wanted_slots = rank[known], wanted_slots[known]
+    lo = np.searchsorted(keys, rank * span + np.clip(first_bucket - base, 0, span), side="left")
+    up = np.searchsorted(keys, rank * span + np.clip(end_bucket - base, 0, span), side="left")
+    lengths = np.maximum(up - lo, 0)
+    if not lengths.sum():
         return
-    rows = np.concatenate(ranges)
-    slot_of_row = np.concatenate(slots)
+    rows = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    slot_of_row = np.repeat(wanted_slots, lengths)
     b_start = level.bucket[rows] * level.width
     b_end = b_start + level.width
     i0 = (b_start - origin) // width

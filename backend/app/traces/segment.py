@@ -76,6 +76,10 @@ class Segment:
     def t_max(self) -> int:
         return int(self.end.max()) if len(self) else 0
 
+    def overlaps(self, t0: int, t1: int) -> bool:
+        """Whether any operation may touch [t0, t1)."""
+        return len(self) > 0 and self.t_min < t1 and self.t_max >= t0
+
     def window_rows(self, tid: int, t0: int, t1: int) -> tuple[int, int]:
         """Rows [lo, hi) of the lane that may overlap [t0, t1): every overlapping one is inside."""
         begin, end = self.lanes.get(tid, (0, 0))
@@ -222,6 +226,8 @@ def write_segment(segment: Segment, path: Path) -> None:
             "paths": segment.paths,
             "results": segment.results,
             "lanes": [[tid, begin, end] for tid, (begin, end) in segment.lanes.items()],
+            "t_min": segment.t_min,
+            "t_max": segment.t_max,
         },
     )
     temporary.replace(path)
@@ -241,7 +247,7 @@ def open_segment(path: Path) -> Segment:
             return np.empty(0, dtype=chunked.type.to_pandas_dtype())
         return np.asarray(chunked.chunk(0).to_numpy(zero_copy_only=True))
 
-    return Segment(
+    segment = Segment(
         start=column("start_us").astype(np.int64, copy=False),
         duration=column("duration_us").astype(np.int64, copy=False),
         tid=column("tid").astype(np.int64, copy=False),
@@ -258,3 +264,6 @@ def open_segment(path: Path) -> Segment:
         results=dictionaries["results"],
         lanes={int(tid): (int(begin), int(end)) for tid, begin, end in dictionaries["lanes"]},
     )
+    if "t_min" in dictionaries:  # known without reading the columns
+        segment.__dict__["t_min"], segment.__dict__["t_max"] = dictionaries["t_min"], dictionaries["t_max"]
+    return segment

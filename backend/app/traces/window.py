@@ -113,7 +113,7 @@ def select_operations(
     kind_mask = filters.kind_mask()
     parts: list[tuple[Int64s, Int64s, Int64s, npt.NDArray[np.int8], npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
     for number, segment in enumerate(data.segments):
-        if segments is not None and number not in segments:
+        if (segments is not None and number not in segments) or not segment.overlaps(t0, t1):
             continue
         ranges, slots = [], []
         for tid, slot in lanes:
@@ -321,9 +321,10 @@ def read_window(
     # How many operations each lane may have in the window (an upper bound: rows overlapping by end_max).
     estimate = dict.fromkeys(tids, 0)
     for segment in data.segments:
-        for tid in tids:
-            lo, hi = segment.window_rows(tid, t0, t1)
-            estimate[tid] += hi - lo
+        if segment.overlaps(t0, t1):
+            for tid in tids:
+                lo, hi = segment.window_rows(tid, t0, t1)
+                estimate[tid] += hi - lo
     levels = [lod.pick_level(pyramid, bucket_us) for pyramid in data.pyramids]
     pyramid_usable = filters.path is None and all(
         level is not None for level, segment in zip(levels, data.segments, strict=True) if len(segment)
