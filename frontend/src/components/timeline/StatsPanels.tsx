@@ -69,7 +69,8 @@ function Histogram({
           Math.max(0, s.buckets.findIndex((b) => b.count > 0)),
           s.buckets.length - [...s.buckets].reverse().findIndex((b) => b.count > 0),
         );
-        const barWidth = 100 / Math.max(used.length, 1);
+        // At most an eighth of the width per bar, so one or two buckets read as bars, not as a filled box.
+        const barWidth = Math.min(100 / Math.max(used.length, 1), 12.5);
         return (
           <div key={s.kind} style={{ marginBottom: 10 }}>
             <div className="sub" style={{ fontSize: 12 }}>
@@ -88,7 +89,7 @@ function Histogram({
                 );
               })}
             </svg>
-            <div className="sub" style={{ display: "flex", justifyContent: "space-between", fontSize: 10 }}>
+            <div className="sub" style={{ display: "flex", justifyContent: "space-between", fontSize: 10, width: `${String(Math.max(used.length * barWidth, 30))}%` }}>
               <span>≤ {used[0] ? bound(used[0].bound) : ""}</span>
               <span>≤ {used[used.length - 1] ? bound(used[used.length - 1]?.bound ?? 0) : ""}</span>
             </div>
