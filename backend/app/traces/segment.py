@@ -68,6 +68,20 @@ class Segment:
     def end(self) -> Int64s:
         return self.start + self.duration
 
+    # Names by code as object arrays, so a column of codes turns into names with one take; code -1 (none)
+    # picks the last element.
+    @cached_property
+    def op_names(self) -> npt.NDArray[np.object_]:
+        return np.array([*self.ops, None], dtype=object)
+
+    @cached_property
+    def path_names(self) -> npt.NDArray[np.object_]:
+        return np.array([*self.paths, None], dtype=object)
+
+    @cached_property
+    def result_names(self) -> npt.NDArray[np.object_]:
+        return np.array([*self.results, ""], dtype=object)
+
     @cached_property
     def t_min(self) -> int:
         return int(self.start.min()) if len(self) else 0

@@ -146,6 +146,7 @@ def select_operations(
 
 
 Columns = dict[str, list[Any]]
+KIND_NAMES = np.array(KINDS, dtype=object)
 OPERATION_FIELDS = ("tid", "start_us", "duration_us", "op", "kind", "path", "offset", "size", "result")
 BUCKET_FIELDS = ("i", "busy", "kind", "count", "bytes")
 SPAN_FIELDS = ("start_us", "duration_us", "track", "label")
@@ -170,22 +171,36 @@ def as_rows(columns: Columns) -> list[dict[str, Any]]:
 
 def operation_columns(data: TraceData, selection: Selection, picked: npt.NDArray[np.intp]) -> Columns:
     """The picked operations of a selection, by start time then tid, as the API shows them."""
-    out: Columns = {name: [] for name in OPERATION_FIELDS}
-    for segment_number in np.unique(selection.segment[picked]).tolist():
-        segment = data.segments[segment_number]
-        rows = selection.row[picked[selection.segment[picked] == segment_number]]
-        out["tid"] += segment.tid[rows].tolist()
-        out["start_us"] += segment.start[rows].tolist()
-        out["duration_us"] += segment.duration[rows].tolist()
-        out["op"] += [segment.ops[c] for c in segment.op[rows].tolist()]
-        out["kind"] += [KINDS[c] for c in segment.kind[rows].tolist()]
-        out["path"] += [segment.paths[c] if c >= 0 else None for c in segment.path[rows].tolist()]
-        out["offset"] += [None if v == NULL_INT else v for v in segment.offset[rows].tolist()]
-        out["size"] += [None if v == NULL_INT else v for v in segment.size[rows].tolist()]
-        out["result"] += [segment.results[c] if c >= 0 else "" for c in segment.result[rows].tolist()]
-    order = sorted(range(len(out["tid"])), key=lambda i: (out["start_us"][i], out["tid"][i]))
-    if order != list(range(len(order))):
-        out = {name: [values[i] for i in order] for name, values in out.items()}
+    parts: list[list[npt.NDArray[Any]]] = []
+    segment_of = selection.segment[picked]
+    for number in range(len(data.segments)) if len(data.segments) > 1 else [0]:
+        rows = selection.row[picked[segment_of == number]] if len(data.segments) > 1 else selection.row[picked]
+        if not len(rows):
+            continue
+        segment = data.segments[number]
+        parts.append(
+            [
+                segment.tid[rows],
+                segment.start[rows],
+                segment.duration[rows],
+                segment.op_names[segment.op[rows]],
+                KIND_NAMES[segment.kind[rows]],
+                segment.path_names[segment.path[rows]],
+                _or_none(segment.offset[rows]),
+                _or_none(segment.size[rows]),
+                segment.result_names[segment.result[rows]],
+            ]
+        )
+    if not parts:
+        return {name: [] for name in OPERATION_FIELDS}
+    columns = [np.concatenate(column) for column in zip(*parts, strict=True)] if len(parts) > 1 else parts[0]
+    order = np.lexsort((columns[0], columns[1]))  # by start, then tid
+    return {name: column[order].tolist() for name, column in zip(OPERATION_FIELDS, columns, strict=True)}
+
+
+def _or_none(values: Int64s) -> npt.NDArray[np.object_]:
+    out = values.astype(object)
+    out[values == NULL_INT] = None
     return out
 
 
