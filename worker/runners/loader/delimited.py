@@ -1,0 +1,81 @@
+"""Delimited data (what SELECT ... INTO OUTFILE, mysqldump --tab, mydumper --load-data and MySQL Shell write):
+the LOAD DATA clause for a dialect, and rows and safe cut points in the default dialect.
+
+In the default dialect (fields ended by tab, no enclosure, `\\` escapes, lines ended by newline) a newline in
+a value is written escaped (`\\` then the newline), so a row ends at every newline not preceded by an odd
+run of backslashes: a stream can be cut there into chunks that load independently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ESCAPED_NEWLINE = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    fields_terminated_by: str = "\t"
+    fields_enclosed_by: str = ""
+    optionally_enclosed: bool = False
+    fields_escaped_by: str = "\\"
+    lines_starting_by: str = ""
+    lines_terminated_by: str = "\n"
+
+    @property
+    def splittable(self) -> bool:
+        """Whether rows can be counted and the data cut at row ends without parsing values."""
+        return (
+            self.fields_enclosed_by == ""
+            and self.fields_escaped_by == "\\"
+            and self.lines_terminated_by == "\n"
+            and self.lines_starting_by == ""
+        )
+
+    def clause(self) -> str:
+        enclosed = "OPTIONALLY ENCLOSED" if self.optionally_enclosed else "ENCLOSED"
+        return (
+            f"FIELDS TERMINATED BY {sql_string(self.fields_terminated_by)} "
+            f"{enclosed} BY {sql_string(self.fields_enclosed_by)} "
+            f"ESCAPED BY {sql_string(self.fields_escaped_by)} "
+            f"LINES STARTING BY {sql_string(self.lines_starting_by)} "
+            f"TERMINATED BY {sql_string(self.lines_terminated_by)}"
+        )
+
+
+DEFAULT_DIALECT = Dialect()
+
+
+def sql_string(value: str) -> str:
+    escaped = (
+        value.replace("\\", "\\\\")
+        .replace("'", "\\'")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+        .replace("\0", "\\0")
+    )
+    return f"'{escaped}'"
+
+
+def count_rows(data: bytes) -> int:
+    """Rows in default-dialect data: newlines that are not escaped."""
+    rows = data.count(b"\n")
+    if b"\\\n" in data:
+        rows -= len(_ESCAPED_NEWLINE.findall(data))
+    return rows
+
+
+def row_end_at_or_after(data: bytes, position: int) -> int | None:
+    """The position just after the first row end at or after `position`, or None if there is none yet."""
+    while True:
+        newline = data.find(b"\n", position)
+        if newline == -1:
+            return None
+        backslashes = 0
+        while newline - backslashes - 1 >= 0 and data[newline - backslashes - 1] == 0x5C:
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return newline + 1
+        position = newline + 1

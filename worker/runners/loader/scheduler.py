@@ -1,0 +1,201 @@
+"""Which piece of work each loading connection takes next.
+
+As MySQL Shell's loader does: connections first spread over different tables (so no table waits for one
+connection while another could take it), then the table with the most bytes left gets the next free
+connection, so one big table is worked on by several connections at the end instead of being the
+straggler. A table's secondary indexes are built as soon as its last rows are in, while other tables
+still load.
+
+Work comes as ready tasks or as a `Source` that cuts tasks on demand from a big file or stream; several
+connections may cut from one source in turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from worker.runners.loader.sql_script import TableKey
+
+if TYPE_CHECKING:
+    from worker.runners.loader.tasks import Worker
+
+
+class Task(Protocol):
+    table: TableKey
+    size: int  # bytes of the dump it covers (on disk), for progress and for "most work left"
+
+    def run(self, worker: Worker) -> int: ...
+
+
+@runtime_checkable
+class _SourceLike(Protocol):
+    @property
+    def remaining(self) -> int: ...
+
+    def cut(self) -> Task | None: ...
+
+
+class Source(Protocol):
+    """Cuts tasks from a big file while it is read; `cut()` returns None once the file is used up."""
+
+    table: TableKey
+
+    @property
+    def remaining(self) -> int: ...
+
+    def cut(self) -> Task | None: ...
+
+
+@dataclass
+class _Table:
+    key: TableKey
+    queue: deque[Task | Source] = field(default_factory=deque)
+    queued_bytes: int = 0
+    active: int = 0  # connections working on its data now
+    closed: bool = False  # no more data will be added
+    after_data: Task | None = None  # the index build, ready once the data is in
+
+    def remaining(self) -> int:
+        return self.queued_bytes + sum(item.remaining for item in self.queue if isinstance(item, _SourceLike))
+
+    def has_data_work(self) -> bool:
+        return bool(self.queue)
+
+
+def _is_source(item: object) -> bool:
+    return isinstance(item, _SourceLike)
+
+
+@dataclass
+class Claim:
+    """What a connection took: a task to run, or a source to cut the next task from."""
+
+    table: TableKey
+    task: Task | None = None
+    source: Source | None = None
+    is_after_data: bool = False
+
+
+class Scheduler:
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._tables: dict[TableKey, _Table] = {}
+        self._stopped = False
+        self._all_closed = False
+        self.error: BaseException | None = None
+
+    # --- adding work (the driver) ------------------------------------------------------------------
+
+    def add(self, item: Task | Source) -> None:
+        with self._lock:
+            table = self._table(item.table)
+            table.queue.append(item)
+            if not _is_source(item):
+                table.queued_bytes += item.size  # type: ignore[union-attr]
+            self._lock.notify_all()
+
+    def after_data(self, key: TableKey, task: Task) -> None:
+        """Run `task` (an index build) once every data task of the table is done and it is closed."""
+        with self._lock:
+            self._table(key).after_data = task
+            self._lock.notify_all()
+
+    def close(self, key: TableKey) -> None:
+        with self._lock:
+            self._table(key).closed = True
+            self._lock.notify_all()
+
+    def close_all(self) -> None:
+        with self._lock:
+            self._all_closed = True
+            for table in self._tables.values():
+                table.closed = True
+            self._lock.notify_all()
+
+    def stop(self, error: BaseException | None = None) -> None:
+        with self._lock:
+            self._stopped = True
+            if error is not None and self.error is None:
+                self.error = error
+            self._lock.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _table(self, key: TableKey) -> _Table:
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = _Table(key)
+        return table
+
+    # --- taking work (the connections) ----------------------------------------------------------------
+
+    def claim(self) -> Claim | None:
+        """The next piece of work, waiting for one; None once everything is done or the load stopped."""
+        with self._lock:
+            while True:
+                if self._stopped:
+                    return None
+                claim = self._pick()
+                if claim is not None:
+                    return claim
+                if self._all_closed and not any(t.queue or t.active or t.after_data for t in self._tables.values()):
+                    return None
+                self._lock.wait()
+
+    def _pick(self) -> Claim | None:
+        for table in self._tables.values():
+            if table.after_data is not None and table.closed and not table.queue and table.active == 0:
+                task, table.after_data = table.after_data, None
+                table.active += 1
+                return Claim(table.key, task=task, is_after_data=True)
+        candidates = [t for t in self._tables.values() if t.queue]
+        if not candidates:
+            return None
+        table = min(candidates, key=lambda t: (t.active, -t.remaining()))
+        table.active += 1
+        head = table.queue[0]
+        if _is_source(head):
+            return Claim(table.key, source=head)  # type: ignore[arg-type]
+        table.queue.popleft()
+        table.queued_bytes -= head.size  # type: ignore[union-attr]
+        return Claim(table.key, task=head)  # type: ignore[arg-type]
+
+    def exhausted(self, claim: Claim) -> None:
+        """The claimed source has nothing left: drop it (another connection may have done so already)."""
+        with self._lock:
+            table = self._tables[claim.table]
+            if claim.source is not None and claim.source in table.queue:
+                table.queue.remove(claim.source)
+            self._lock.notify_all()
+
+    def release(self, claim: Claim) -> None:
+        """The connection is done with what it claimed (successfully or not)."""
+        with self._lock:
+            self._tables[claim.table].active -= 1
+            self._lock.notify_all()
+
+    # --- the driver's view ------------------------------------------------------------------------------
+
+    def wait(self, timeout: float) -> None:
+        with self._lock:
+            self._lock.wait(timeout)
+
+    def idle(self, key: TableKey | None = None) -> bool:
+        """Nothing queued or running for table `key` (for any table when None)."""
+        with self._lock:
+            tables = [t for k, t in self._tables.items() if key is None or k == key]
+            return not any(t.queue or t.active for t in tables)
+
+    def finished(self) -> bool:
+        with self._lock:
+            return self._all_closed and not any(t.queue or t.active or t.after_data for t in self._tables.values())
+
+    def queued_bytes(self) -> int:
+        """Bytes of ready tasks no connection has taken yet (what a streaming driver may read ahead)."""
+        with self._lock:
+            return sum(t.queued_bytes for t in self._tables.values())

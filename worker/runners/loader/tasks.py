@@ -1,0 +1,590 @@
+"""The loading connections and the pieces of work they run: a chunk of rows in one transaction, or an index
+build. Each chunk commits together with its marker (see markers.py).
+
+Rows for LOAD DATA LOCAL travel through a pipe: the statement names `/dev/fd/N` and a feeder thread writes
+the (decompressed) rows into it while PyMySQL streams them to the server, so no chunk is written to disk
+and a compressed file never needs to be decompressed whole.
+
+Why PyMySQL connections rather than N `mysql` client processes: measured on the sysbench dump (800 MB), the
+client spends 6.6 s of CPU parsing every byte for delimiters, PyMySQL 3.2 s for the same INSERTs (we split
+once, in sql_script.py), and LOAD DATA costs both the same (0.6-0.7 s); on this CPU-bound machine every
+client CPU second is taken from the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import queue
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+
+from worker.runners.dump_stream import DumpError, open_dump
+from worker.runners.loader import delimited
+from worker.runners.loader.markers import Markers
+from worker.runners.loader.plan import DataFile
+from worker.runners.loader.session import SessionState
+from worker.runners.loader.sql_script import Kind, ScriptSplitter, Statement, TableKey
+from worker.runners.loader.statements import Action, classify, qualified, quote_name, replace_load_data_file
+
+if TYPE_CHECKING:
+    Connection = pymysql.connections.Connection[Any]
+READ_BLOCK = 1 << 20
+_PIPE_BLOCK = 1 << 18
+# Errors after which the same chunk succeeds when run again: its transaction was rolled back whole.
+_RETRYABLE = frozenset({1205, 1213})  # lock wait timeout, deadlock
+RETRIES = 3
+# mydumper's own LOAD DATA clause for its .dat files is the default dialect: rows can be counted by newlines.
+_DEFAULT_DIALECT_CLAUSE = re.compile(
+    rb"FIELDS\s+TERMINATED\s+BY\s+'\\t'\s+ENCLOSED\s+BY\s+''\s+ESCAPED\s+BY\s+'\\\\\\\\'\s+"
+    rb"LINES\s+STARTING\s+BY\s+''\s+TERMINATED\s+BY\s+'\\n'",
+    re.IGNORECASE,
+)
+
+
+class ChunkError(Exception):
+    """A chunk could not be loaded; the message names the file (or dump line) and says why."""
+
+
+class DataCutShortError(DumpError):
+    """Rows end in the middle of a row, or a file holds fewer bytes than the dump's metadata promises."""
+
+
+@dataclass
+class Counters:
+    """What the connections finished, read by the driver for progress; guarded by `lock`."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    bytes_done: int = 0
+    rows_done: int = 0
+    chunks_done: int = 0
+    rows_by_table: dict[TableKey, int] = field(default_factory=dict)
+    log_lines: queue.SimpleQueue[str] = field(default_factory=queue.SimpleQueue)
+
+    def add(self, table: TableKey, rows: int, size: int, chunks: int = 1) -> None:
+        with self.lock:
+            self.bytes_done += size
+            self.rows_done += rows
+            self.chunks_done += chunks
+            self.rows_by_table[table] = self.rows_by_table.get(table, 0) + rows
+
+    def note_table(self, table: TableKey) -> None:
+        with self.lock:
+            self.rows_by_table.setdefault(table, 0)
+
+
+class Worker:
+    """One loading connection with the session the load needs."""
+
+    def __init__(self, connection: Connection, counters: Counters, base: list[bytes]) -> None:
+        self.connection = connection
+        self.counters = counters
+        self.thread_id: int = connection.thread_id()  # type: ignore[no-untyped-call]
+        self._base = base
+        self._session: SessionState | None = None
+        self.busy = False  # inside a statement the driver may have to KILL on cancel
+        for statement in base:
+            connection.query(statement)
+
+    def use(self, state: SessionState) -> None:
+        if state == self._session:
+            return
+        for statement in [*state.statements(), *self._base]:
+            self.connection.query(statement)
+        self._session = state
+
+    def forget_session(self) -> None:
+        """A chunk ran SET statements of its own: set the session again before the next one."""
+        self._session = None
+
+    def log(self, line: str) -> None:
+        self.counters.log_lines.put(line)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.close()
+
+
+def base_session_statements(connection: Connection, log: Callable[[str], None]) -> list[bytes]:
+    """Session settings for loading, kept only where the server accepts them.
+
+    foreign_key_checks=0: tables load in any order and in parallel, as mysqldump's own header does.
+    unique_checks stays 1 on purpose: MariaDB 10.6+ turns an insert into an empty table with both checks
+    off into its "bulk insert" mode, which locks the whole table (two connections loading chunks of one
+    table then deadlock) and was slower here (sysbench LOAD DATA: 57 s of server CPU instead of 38 s).
+    sql_log_bin=0: the restored rows are not replicated; it needs SUPER, so it is skipped with a note
+    on a target where the user lacks it (and the binary log is usually off in a sandbox anyway).
+    """
+    statements = [b"SET SESSION foreign_key_checks = 0, unique_checks = 1"]
+    try:
+        connection.query(b"SET SESSION sql_log_bin = 0")
+        statements.append(b"SET SESSION sql_log_bin = 0")
+    except pymysql.err.MySQLError as error:
+        log(f"note: could not turn off binary logging for the restore ({error.args[-1]}); rows are logged")
+    return statements
+
+
+# --- running a chunk in one transaction -----------------------------------------------------------
+
+
+def in_transaction(worker: Worker, chunk: str, size: int, load: Callable[[], int]) -> int:
+    """Run `load` (returns the rows it loaded) and commit it with the chunk's marker; retry on deadlock."""
+    for attempt in range(1, RETRIES + 1):
+        connection = worker.connection
+        connection.begin()
+        try:
+            worker.busy = True
+            rows = load()
+            statement, arguments = Markers.chunk_statement(chunk, rows, size)
+            with connection.cursor() as cursor:
+                cursor.execute(statement, arguments)
+            connection.commit()
+            return rows
+        except pymysql.err.MySQLError as error:
+            _rollback(connection)
+            if error.args and error.args[0] in _RETRYABLE and attempt < RETRIES:
+                worker.log(f"{chunk}: {error.args[-1]}; loading the chunk again (attempt {attempt + 1})")
+                continue
+            raise
+        except BaseException:
+            _rollback(connection)
+            raise
+        finally:
+            worker.busy = False
+    raise AssertionError("unreachable")
+
+
+def _rollback(connection: Connection) -> None:
+    with contextlib.suppress(Exception):
+        connection.rollback()
+
+
+# --- LOAD DATA through a pipe ---------------------------------------------------------------------
+
+
+@dataclass
+class _Feed:
+    sent: int = 0
+    last_byte: bytes = b""
+    error: BaseException | None = None
+
+
+def load_data(
+    connection: Connection, statement_for: Callable[[str], bytes], data: Iterable[bytes]
+) -> tuple[int, _Feed]:
+    """Run the LOAD DATA LOCAL statement that `statement_for(path)` builds, streaming `data` as its file."""
+    read_end, write_end = os.pipe()
+    feed = _Feed()
+    feeder = threading.Thread(target=_write_all, args=(write_end, data, feed), name="loader-feed", daemon=True)
+    feeder.start()
+    try:
+        affected = connection.query(statement_for(f"/dev/fd/{read_end}"))
+    finally:
+        os.close(read_end)  # a feeder still writing (the server refused early) gets EPIPE and stops
+        feeder.join()
+    if feed.error is not None:
+        raise feed.error
+    return affected, feed
+
+
+def _write_all(fd: int, data: Iterable[bytes], feed: _Feed) -> None:
+    try:
+        for block in data:
+            view = memoryview(block)
+            for start in range(0, len(view), _PIPE_BLOCK):
+                written = 0
+                piece = view[start : start + _PIPE_BLOCK]
+                while written < len(piece):
+                    written += os.write(fd, piece[written:])
+            feed.sent += len(block)
+            if block:
+                feed.last_byte = block[-1:]
+    except BrokenPipeError:
+        pass  # the server did not read the data (it refused the statement): its error says why
+    except BaseException as error:  # a truncated or corrupt compressed file: the chunk must not commit
+        feed.error = error
+    finally:
+        os.close(fd)
+
+
+def read_file(path: Path) -> Iterator[bytes]:
+    """The decompressed content of a dump file, in blocks; raises DumpError on a cut or corrupt file."""
+    with open_dump(path) as reader:
+        yield from reader.chunks(READ_BLOCK)
+
+
+def load_statement(table: TableKey, file: DataFile, path: str) -> bytes:
+    database, name = table
+    assert database is not None and file.dialect is not None
+    columns = ""
+    assignments = ""
+    if file.columns:
+        decode = dict(file.decode_columns)
+        variables = {c: f"@c{index}" for index, c in enumerate(file.columns)}
+        targets = [variables[c] if c in decode else quote_name(c) for c in file.columns]
+        columns = " (" + ", ".join(targets) + ")"
+        if decode:
+            sets = [f"{quote_name(c)} = {function}({variables[c]})" for c, function in file.decode_columns]
+            assignments = " SET " + ", ".join(sets)
+    return (
+        f"LOAD DATA LOCAL INFILE {delimited.sql_string(path)} INTO TABLE {qualified(database, name).decode()} "
+        f"CHARACTER SET {file.character_set} {file.dialect.clause()}{columns}{assignments}"
+    ).encode()
+
+
+# --- the tasks ----------------------------------------------------------------------------------
+
+
+@dataclass
+class DelimitedTask:
+    """Rows for LOAD DATA: a piece cut from a file (in memory) or a whole file (streamed)."""
+
+    table: TableKey
+    size: int
+    chunk: str
+    file: DataFile
+    session: SessionState
+    piece: bytes | None = None  # None: stream the whole file
+
+    def run(self, worker: Worker) -> int:
+        worker.use(self.session)
+
+        def load() -> int:
+            data: Iterable[bytes] = [self.piece] if self.piece is not None else read_file(self.file.path)
+            affected, feed = load_data(
+                worker.connection, lambda path: load_statement(self.table, self.file, path), data
+            )
+            self._check(feed)
+            if self.file.splittable and self.piece is not None:
+                return delimited.count_rows(self.piece)
+            return affected
+
+        rows = in_transaction(worker, self.chunk, self.size, load)
+        _log_warnings(worker, self.chunk)
+        worker.counters.add(self.table, rows, self.size)
+        return rows
+
+    def _check(self, feed: _Feed) -> None:
+        if self.file.splittable and feed.sent and feed.last_byte != b"\n":
+            raise DataCutShortError(
+                f"{self.file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
+            )
+        if self.piece is None and self.file.expected_bytes is not None and feed.sent != self.file.expected_bytes:
+            raise DataCutShortError(
+                f"{self.file.path.name} holds {feed.sent} bytes of rows but the dump's metadata says "
+                f"{self.file.expected_bytes}: the file was changed or cut after the dump; copy the dump again"
+            )
+
+
+@dataclass
+class SqlTask:
+    """INSERT statements (and the SET statements before them) run in one transaction; a LOAD DATA
+    statement among them reads `rows_file` (mydumper's .sql + .dat pairs)."""
+
+    table: TableKey
+    size: int
+    chunk: str
+    session: SessionState
+    statements: Callable[[], Iterable[Statement]]
+    rows_file: Path | None = None
+
+    def run(self, worker: Worker) -> int:
+        worker.use(self.session)
+        changes_session = False
+
+        def load() -> int:
+            nonlocal changes_session
+            rows = 0
+            for statement in self.statements():
+                if statement.kind is Kind.INSERT:
+                    worker.connection.query(statement.text)
+                    rows += statement.rows
+                    continue
+                action = classify(statement.text).action
+                if action is Action.LOAD_DATA:
+                    rows += self._load_rows_file(worker, statement)
+                elif action in (Action.SESSION, Action.OTHER):
+                    changes_session = changes_session or action is Action.SESSION
+                    worker.connection.query(statement.text)
+                # DDL or LOCK TABLES inside a data file: not for a parallel load, and not what a data file holds
+            return rows
+
+        try:
+            rows = in_transaction(worker, self.chunk, self.size, load)
+        finally:
+            if changes_session:
+                worker.forget_session()
+        _log_warnings(worker, self.chunk)
+        worker.counters.add(self.table, rows, self.size)
+        return rows
+
+    def _load_rows_file(self, worker: Worker, statement: Statement) -> int:
+        if self.rows_file is None:
+            raise ChunkError(f"{self.chunk}: a LOAD DATA statement without its rows file")
+        rows_file = self.rows_file
+        counted = _DEFAULT_DIALECT_CLAUSE.search(statement.text) is not None
+        tally = _RowTally()
+
+        def data() -> Iterator[bytes]:
+            for block in read_file(rows_file):
+                if counted:
+                    tally.add(block)
+                yield block
+
+        affected, _feed = load_data(
+            worker.connection, lambda path: replace_load_data_file(statement.text, path)[0], data()
+        )
+        return tally.rows if counted else affected
+
+
+class _RowTally:
+    """Counts default-dialect rows across blocks (an escaped newline may straddle two blocks)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._tail = b""
+
+    def add(self, block: bytes) -> None:
+        data = self._tail + block
+        cut = data.rfind(b"\n") + 1
+        self.rows += delimited.count_rows(data[:cut])
+        self._tail = data[cut:]
+
+
+@dataclass
+class StepTask:
+    """Statements that run once a table's data is in (its deferred index builds), then marked done."""
+
+    table: TableKey
+    step: str
+    statements: list[bytes]
+    markers: Markers | None = None
+    size: int = 0
+    done: Callable[[str], None] | None = None
+
+    def run(self, worker: Worker) -> int:
+        worker.busy = True
+        try:
+            for statement in self.statements:
+                try:
+                    worker.connection.query(statement)
+                except pymysql.err.MySQLError as error:
+                    if error.args and error.args[0] == 1061:  # duplicate key name: built before a crash
+                        continue
+                    raise
+        finally:
+            worker.busy = False
+        if self.done is not None:
+            self.done(self.step)
+        return 0
+
+
+def _log_warnings(worker: Worker, chunk: str) -> None:
+    count = worker.connection.warning_count if hasattr(worker.connection, "warning_count") else 0
+    if not count:
+        return
+    with worker.connection.cursor() as cursor:
+        cursor.execute("SHOW WARNINGS LIMIT 3")
+        shown = "; ".join(f"{level} {code}: {message}" for level, code, message in cursor.fetchall())
+    worker.log(f"{chunk}: the server reported {count} warning(s), first: {shown}")
+
+
+# --- cutting big files into chunks ------------------------------------------------------------------
+
+
+class DelimitedSource:
+    """Cuts a default-dialect file into chunks of about `chunk_size` bytes at row ends while reading it."""
+
+    def __init__(
+        self,
+        table: TableKey,
+        file: DataFile,
+        chunk_size: int,
+        session: SessionState,
+        done: dict[str, tuple[int, int]],
+        counters: Counters,
+        prefix: str,
+    ) -> None:
+        self.table = table
+        self._prefix_name = f"{prefix}#{file.path.name}"
+        self._file = file
+        self._chunk_size = chunk_size
+        self._session = session
+        self._done = done
+        self._counters = counters
+        self._lock = threading.Lock()
+        self._blocks: Iterator[bytes] | None = None
+        self._reader_bytes = 0
+        self._parts: list[bytes] = []  # read and not yet handed out, joined only when a chunk is cut
+        self._parts_bytes = 0
+        self._index = 0
+        self._finished = False
+        self._sent = 0
+        self._taken = 0  # compressed bytes already handed out in chunks
+
+    @property
+    def remaining(self) -> int:
+        return max(self._file.size - self._taken, 0)
+
+    def cut(self) -> DelimitedTask | None:
+        with self._lock:
+            while True:
+                piece = self._next_piece()
+                if piece is None:
+                    self._account_rest()
+                    return None
+                chunk = f"{self._prefix_name}#{self._index}"
+                self._index += 1
+                done = self._finished and not self._parts_bytes
+                now = self._file.size if done else min(self._reader_bytes, self._file.size)
+                size, self._taken = now - self._taken, now
+                if chunk in self._done:
+                    rows, _ = self._done[chunk]
+                    self._counters.add(self.table, rows, size)
+                    continue
+                return DelimitedTask(self.table, size, chunk, self._file, self._session, piece)
+
+    def _account_rest(self) -> None:
+        """Bytes no chunk covered (an empty file, the end of a compressed stream) still count as done."""
+        rest, self._taken = self._file.size - self._taken, self._file.size
+        if rest > 0:
+            self._counters.add(self.table, 0, rest, chunks=0)
+
+    def _next_piece(self) -> bytes | None:
+        if self._blocks is None:
+            self._blocks = self._read()
+        while not self._finished and self._parts_bytes < self._chunk_size:
+            block = next(self._blocks, None)
+            if block is None:
+                self._finished = True
+                break
+            self._parts.append(block)
+            self._parts_bytes += len(block)
+        if not self._parts_bytes:
+            self._check_total()
+            return None
+        buffer = b"".join(self._parts)
+        cut = delimited.row_end_at_or_after(buffer, min(self._chunk_size, len(buffer)) - 1)
+        if cut is None:
+            if not self._finished:
+                raise AssertionError("no row end in a full chunk although the file goes on")
+            if not buffer.endswith(b"\n"):
+                raise DataCutShortError(
+                    f"{self._file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
+                )
+            cut = len(buffer)
+        piece, rest = buffer[:cut], buffer[cut:]
+        self._parts, self._parts_bytes = ([rest] if rest else []), len(rest)
+        self._sent += len(piece)
+        if self._finished and not rest:
+            self._check_total()
+        return piece
+
+    def _read(self) -> Iterator[bytes]:
+        with open_dump(self._file.path) as reader:
+            for block in reader.chunks(READ_BLOCK):
+                self._reader_bytes = reader.compressed_bytes_read
+                yield block
+            self._reader_bytes = reader.compressed_bytes_read
+
+    def _check_total(self) -> None:
+        expected = self._file.expected_bytes
+        if expected is not None and self._sent != expected:
+            raise DataCutShortError(
+                f"{self._file.path.name} holds {self._sent} bytes of rows but the dump's metadata says {expected}: "
+                "the file was changed or cut after the dump; copy the dump again"
+            )
+
+
+class SqlSource:
+    """Cuts a file of INSERT statements into chunks of whole statements; every chunk starts with the SET
+    statements that came before it in the file, so it runs in the session the file set up."""
+
+    def __init__(
+        self,
+        table: TableKey,
+        file: DataFile,
+        chunk_size: int,
+        session: SessionState,
+        done: dict[str, tuple[int, int]],
+        counters: Counters,
+        prefix: str,
+    ) -> None:
+        self.table = table
+        self._prefix_name = f"{prefix}#{file.path.name}"
+        self._file = file
+        self._chunk_size = chunk_size
+        self._session = session
+        self._done = done
+        self._counters = counters
+        self._lock = threading.Lock()
+        self._statements: Iterator[Statement] | None = None
+        self._reader_bytes = 0
+        self._prefix: list[Statement] = []
+        self._index = 0
+        self._taken = 0
+        self._exhausted = False
+
+    @property
+    def remaining(self) -> int:
+        return max(self._file.total_size - self._taken, 0)
+
+    def cut(self) -> SqlTask | None:
+        with self._lock:
+            while True:
+                batch = self._next_batch()
+                if batch is None:
+                    self._account_rest()
+                    return None
+                chunk = f"{self._prefix_name}#{self._index}"
+                self._index += 1
+                # The rows file a LOAD DATA statement reads counts with the .sql that names it.
+                now = self._file.total_size if self._exhausted else min(self._reader_bytes, self._file.size)
+                size, self._taken = now - self._taken, now
+                if chunk in self._done:
+                    rows, _ = self._done[chunk]
+                    self._counters.add(self.table, rows, size)
+                    continue
+                statements = [*self._prefix, *batch]
+                return SqlTask(
+                    self.table, size, chunk, self._session, functools.partial(list, statements), self._file.rows_file
+                )
+
+    def _account_rest(self) -> None:
+        rest, self._taken = self._file.total_size - self._taken, self._file.total_size
+        if rest > 0:
+            self._counters.add(self.table, 0, rest, chunks=0)
+
+    def _next_batch(self) -> list[Statement] | None:
+        if self._statements is None:
+            self._statements = self._read()
+        batch: list[Statement] = []
+        batch_bytes = 0
+        for statement in self._statements:
+            if statement.kind is not Kind.INSERT and classify(statement.text).action is Action.SESSION:
+                self._prefix.append(statement)  # later chunks need it too
+                if batch:
+                    batch.append(statement)
+                continue
+            batch.append(statement)
+            batch_bytes += len(statement.text)
+            if batch_bytes >= self._chunk_size:
+                return batch
+        self._exhausted = True
+        return batch or None
+
+    def _read(self) -> Iterator[Statement]:
+        splitter = ScriptSplitter()
+        with open_dump(self._file.path) as reader:
+            for block in reader.chunks(READ_BLOCK):
+                self._reader_bytes = reader.compressed_bytes_read
+                yield from splitter.feed(block)
+            self._reader_bytes = reader.compressed_bytes_read
+        yield from splitter.finish()
