@@ -3,7 +3,7 @@
 - ``seg-NNNNNN.arrow``: operations of consecutive parts (about SEGMENT_OPERATIONS each), sorted by
   (tid, start_us), Arrow IPC uncompressed so readers memory-map it (segment.write_segment), with its
   dictionaries and lane index in ``seg-NNNNNN.dict.json``;
-- ``seg-NNNNNN.lod.arrow``: that segment's level-of-detail pyramid (lod.build_pyramid);
+- ``lod.arrow``: the trace's level-of-detail pyramid (see ``compact``);
 - ``spans.parquet`` and ``counters.parquet``: all spans / counter samples in one file each;
 - ``stats.json``: the unfiltered statistics of the whole trace (written last, after meta.json says compacted).
 
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from app.traces import lod
 from app.traces.segment import segment_from_table, write_segment
-from app.traces.store import iter_parts
+from app.traces.store import iter_parts, read_summary
 
 SEGMENT_OPERATIONS: Final = 1_000_000  # bounds compaction memory (~0.6 GB peak) and time
 N_KINDS: Final = lod.N_KINDS
@@ -123,16 +123,37 @@ def _merge_parts(directory: Path, kind: str, sort_keys: list[tuple[str, str]]) -
     temporary.replace(final)
 
 
+PYRAMID_FILE: Final = "lod.arrow"
+
+
 def compact(directory: Path) -> None:
-    """Build the segment, pyramid, span and counter files from the parts (the parts stay until cleanup)."""
+    """Build the segment, pyramid, span and counter files from the parts (the parts stay until cleanup).
+
+    One pyramid for the whole trace: each segment's finest level is built at one width chosen for the
+    whole trace, the finest levels are merged, and the coarser levels summed from that, so a zoomed-out
+    view reads one pyramid whatever the number of segments.
+    """
+    summary = read_summary(directory)
+    parts = list(iter_parts(directory, "ops"))
+    operations = sum(pq.ParquetFile(part).metadata.num_rows for part in parts)
+    k = lod.MAX_LEVEL
+    if summary is not None and summary.t_min_us is not None and summary.t_max_us is not None:
+        k = lod.finest_level_for(
+            operations,
+            len(summary.lane_totals),
+            summary.t_max_us - summary.t_min_us,
+            sum(totals.busy_us for totals in summary.lane_totals.values()),
+        )
     streams: dict[tuple[int, str], int] = {}  # where each thread's access stream to a file ended so far
-    for number, group in enumerate(_groups(list(iter_parts(directory, "ops"))), start=1):
+    finest: list[lod.Level] = []
+    for number, group in enumerate(_groups(parts), start=1):
         table = pa.concat_tables([pq.read_table(part) for part in group], promote_options="permissive")
         segment = segment_from_table(table, streams)
         del table
-        path = directory / f"seg-{number:06d}.arrow"
-        write_pyramid(lod.build_pyramid(segment), path.with_suffix(".lod.arrow"))
-        write_segment(segment, path)
+        if len(segment):
+            finest.append(lod.build_level(segment, k))
+        write_segment(segment, directory / f"seg-{number:06d}.arrow")
+    write_pyramid(lod.pyramid_from(lod.merge_levels(finest)) if finest else [], directory / PYRAMID_FILE)
     _merge_parts(directory, "spans", [("tid", "ascending"), ("start_us", "ascending")])
     _merge_parts(directory, "counters", [("t_us", "ascending")])
 

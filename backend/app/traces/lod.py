@@ -17,7 +17,7 @@ started before it), so they add up across levels and buckets. Bytes are the size
 """
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -210,13 +210,20 @@ def finest_level(segment: Segment) -> int:
     """The k of the finest level: its buckets hold ~OPS_PER_FINE_BUCKET operations of a busy lane."""
     if len(segment) == 0:
         return MAX_LEVEL
-    span = max(1, segment.t_max - segment.t_min)
-    gap = span * max(1, len(segment.lanes)) / len(segment)  # mean time between operation starts in a lane
+    return finest_level_for(
+        len(segment), len(segment.lanes), segment.t_max - segment.t_min, int(segment.duration.sum())
+    )
+
+
+def finest_level_for(operations: int, lanes: int, span_us: int, total_duration_us: int) -> int:
+    if operations == 0:
+        return MAX_LEVEL
+    gap = max(1, span_us) * max(1, lanes) / operations  # mean time between operation starts in a lane
     k = 0
     while k < MAX_LEVEL and LEVEL_FACTOR**k < OPS_PER_FINE_BUCKET * gap:
         k += 1
     # Long operations are cut into many fine buckets: keep that to a few pieces per operation.
-    while k < MAX_LEVEL and int(segment.duration.sum()) // LEVEL_FACTOR**k > 4 * len(segment):
+    while k < MAX_LEVEL and total_duration_us // LEVEL_FACTOR**k > 4 * operations:
         k += 1
     return k
 
@@ -280,10 +287,41 @@ def build_pyramid(segment: Segment) -> list[Level]:
     """Levels from the finest worth keeping up to one bucket per lane."""
     if len(segment) == 0:
         return []
-    levels = [build_level(segment, finest_level(segment))]
-    while len(levels[-1]) > len(segment.lanes) and len(levels) < MAX_LEVEL:
+    return pyramid_from(build_level(segment, finest_level(segment)))
+
+
+def pyramid_from(finest: Level) -> list[Level]:
+    levels = [finest]
+    lanes = len(np.unique(finest.tid))
+    while len(levels[-1]) > lanes and len(levels) < MAX_LEVEL:
         levels.append(coarser(levels[-1]))
     return levels
+
+
+def merge_levels(levels: list[Level]) -> Level:
+    """Levels of one width from consecutive segments as one: rows of the same (tid, bucket) (where two
+    segments meet) are summed, busy time capped at the bucket's width."""
+    tid = np.concatenate([level.tid for level in levels])
+    bucket = np.concatenate([level.bucket for level in levels])
+    order = np.lexsort((bucket, tid))
+    tid, bucket = tid[order], bucket[order]
+    starts = np.flatnonzero(np.concatenate(([True], (tid[1:] != tid[:-1]) | (bucket[1:] != bucket[:-1]))))
+    width = levels[0].width
+
+    def summed(name: str) -> npt.NDArray[Any]:
+        column = np.concatenate([getattr(level, name) for level in levels])[order]
+        return np.add.reduceat(column, starts, axis=0) if len(column) else column
+
+    return Level(
+        width=width,
+        tid=tid[starts],
+        bucket=bucket[starts],
+        busy_us=np.minimum(summed("busy_us"), width).astype(np.float64),
+        count=summed("count").astype(np.int64),
+        bytes=summed("bytes").astype(np.int64),
+        kind_us=summed("kind_us").astype(np.float32),
+        kind_count=summed("kind_count").astype(np.int32),
+    )
 
 
 def pick_level(levels: list[Level], bucket_us: int) -> Level | None:

@@ -65,6 +65,8 @@ class TraceData:
     summary: TraceSummary
     segments: list[Segment]
     pyramids: list[list[lod.Level]]
+    # The segments each pyramid covers: one each while recording, all of them once compacted.
+    pyramid_segments: list[list[int]]
     spans: Spans
     counters: Counters
 
@@ -168,15 +170,20 @@ def _open_complete(directory: Path, summary: TraceSummary) -> TraceData:
         if key in _complete:
             _complete.move_to_end(key)
             return _complete[key]
-    from app.traces.compact import read_pyramid
+    from app.traces.compact import PYRAMID_FILE, read_pyramid
 
     segment_files = sorted(directory.glob("seg-*.arrow"))
     segment_files = [p for p in segment_files if not p.name.endswith(".lod.arrow")]
     segments = [open_segment(path) for path in segment_files]
-    pyramids = [read_pyramid(path.with_suffix(".lod.arrow")) for path in segment_files]
+    if (directory / PYRAMID_FILE).exists():
+        pyramids = [read_pyramid(directory / PYRAMID_FILE)]
+        covered = [list(range(len(segments)))]
+    else:  # segments with a pyramid each (files written before the pyramid was one)
+        pyramids = [read_pyramid(path.with_suffix(".lod.arrow")) for path in segment_files]
+        covered = [[number] for number in range(len(segments))]
     spans = _spans_from_table(_read_tables([directory / "spans.parquet"]))
     counters = _counters_from_table(_read_tables([directory / "counters.parquet"]))
-    data = TraceData(directory, summary, segments, pyramids, spans, counters)
+    data = TraceData(directory, summary, segments, pyramids, covered, spans, counters)
     with _complete_lock:
         _complete[key] = data
         while len(_complete) > TRACE_CACHE_ENTRIES:
@@ -198,7 +205,9 @@ def open_trace_data(directory: Path) -> TraceData | None:
         except FileNotFoundError:
             continue  # the writer compacted the parts away meanwhile: read again
         segments = [segment for segment, _ in entries]
-        return TraceData(directory, summary, segments, [pyramid for _, pyramid in entries], spans, counters)
+        pyramids = [pyramid for _, pyramid in entries]
+        covered = [[number] for number in range(len(segments))]
+        return TraceData(directory, summary, segments, pyramids, covered, spans, counters)
     raise RuntimeError(f"the trace in {directory} kept changing while it was read")
 
 

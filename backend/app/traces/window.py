@@ -342,7 +342,9 @@ def read_window(
                 estimate[tid] += hi - lo
     levels = [lod.pick_level(pyramid, bucket_us) for pyramid in data.pyramids]
     pyramid_usable = filters.path is None and all(
-        level is not None for level, segment in zip(levels, data.segments, strict=True) if len(segment)
+        level is not None
+        for level, covered in zip(levels, data.pyramid_segments, strict=True)
+        if any(len(data.segments[number]) for number in covered)
     )
     from_pyramid = [tid for tid in tids if pyramid_usable and estimate[tid] > EXACT_OPS_PER_PIXEL * width_px]
     exact = [tid for tid in tids if tid not in set(from_pyramid) and estimate[tid] > 0]
@@ -357,8 +359,8 @@ def read_window(
     raw_slots = {slots[tid] for tid in exact if per_slot[slots[tid]] <= width_px}
     summed = selection.subset(~np.isin(selection.slot, np.array(sorted(raw_slots), dtype=np.int64)))
     exact_parts.append((summed, np.full(len(summed), t0), np.full(len(summed), t1), np.ones(len(summed), bool)))
-    for number, level in enumerate(levels):
-        if level is None or not pyramid_lanes or not len(data.segments[number]):
+    for level, covered in zip(levels, data.pyramid_segments, strict=True):
+        if level is None or not pyramid_lanes:
             continue
         inner_lo = -(-t0 // level.width) * level.width
         inner_hi = max(inner_lo, t1 // level.width * level.width)
@@ -375,7 +377,7 @@ def read_window(
         for lo, hi in ((t0, min(inner_lo, t1)), (max(inner_hi, t0), t1)):
             if lo >= hi or (inner_lo == inner_hi and lo > t0):
                 continue
-            edge = select_operations(data, pyramid_lanes, lo, hi, filters, segments=[number])
+            edge = select_operations(data, pyramid_lanes, lo, hi, filters, segments=covered)
             countable = (edge.start >= lo) | (lo == t0)
             exact_parts.append((edge, np.full(len(edge), lo), np.full(len(edge), hi), countable))
     if any(len(part[0]) for part in exact_parts):
