@@ -123,3 +123,6 @@ def test_prepare_page_io_is_seen(backend: str, recorder: Recorder, backup_under_
     }
     roles = {recorder.role(op.tid) for op in writes}
     assert "(unnamed)" not in roles
+    # How the page writes travelled: libaio for strace (the AIO option prepare honours), io_uring natively.
+    expected = {"strace": "io_submit", "ebpf": "io_uring_writev", "fuse": "write"}[backend]
+    assert expected in {op.op for op in writes}, {op.op for op in writes}
