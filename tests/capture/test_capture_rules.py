@@ -205,3 +205,42 @@ def test_inode_paths_from_the_real_dir_and_from_the_log(tmp_path: Path) -> None:
     assert inodes.path("inode:99999") == f"{mount}/shop/final.ibd"
     assert inodes.path("inode:123456789") == "inode:123456789"  # unknown stays as the log says
     assert inodes.path(None) is None
+
+
+class _Answers:
+    """A DB-API connection that answers one query: enough for the pure decision in find_local_server_pid."""
+
+    def __init__(self, row: tuple[str, str]) -> None:
+        self.row = row
+
+    def cursor(self) -> "_Answers":
+        return self
+
+    def __enter__(self) -> "_Answers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, query: str) -> None:
+        assert query == "SELECT @@hostname, @@pid_file"
+
+    def fetchone(self) -> tuple[str, str]:
+        return self.row
+
+
+def test_a_saved_target_on_another_host_cannot_be_traced(tmp_path: Path) -> None:
+    import socket
+
+    from worker.capture.local_server import find_local_server_pid
+
+    pid, reason = find_local_server_pid(_Answers(("db-prod-7", "/var/run/mysqld/mysqld.pid")))
+    assert pid is None
+    assert reason == (
+        f"the saved target runs on host 'db-prod-7', not on this worker's host '{socket.gethostname()}': "
+        "tracers can only follow a server process on their own host"
+    )
+    pid_file = tmp_path / "mysqld.pid"
+    pid_file.write_text("1\n")
+    pid, reason = find_local_server_pid(_Answers((socket.gethostname(), str(pid_file))))
+    assert pid is None and reason is not None and "not a MariaDB/MySQL server" in reason

@@ -2,14 +2,19 @@
 thread's IO, read back through the trace API as the timeline reads it."""
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.sandboxes.options import ServerOptions
 from tests.integration.conftest import server_processes
 from tests.stack import Stack
+from worker.process_group import ProcessGroup
+from worker.sandbox.binary import detect_server_binary
 from worker.sandbox.mounts import mounts_under
+from worker.sandbox.server import Sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +124,43 @@ def test_auto_falls_back_to_strace_with_the_reason(worker_without_ebpf: Stack, d
     )
     time.sleep(0.5)
     assert worker_without_ebpf.http.get(f"/jobs/{explicit['id']}/trace").status_code == 404
+
+
+@pytest.fixture(scope="module")
+def local_saved_server(work_root: Path) -> Iterator[Sandbox]:
+    """A DBA's existing server that happens to run on the worker's host (performance_schema off, as by default)."""
+    with Sandbox(
+        work_root / "capture-saved", "target", ServerOptions(), detect_server_binary(), ProcessGroup(), lambda _: None
+    ) as sandbox:
+        sandbox.start()
+        with sandbox.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("CREATE USER 'restore'@'localhost' IDENTIFIED BY 'Capture-Pa55word'")
+            cursor.execute("GRANT ALL ON *.* TO 'restore'@'localhost'")
+        yield sandbox
+
+
+def test_a_local_saved_target_is_captured_as_it_is(
+    live_worker: Stack, demo_dumps: dict[str, Path], local_saved_server: Sandbox
+) -> None:
+    response = live_worker.http.post(
+        "/targets",
+        json={
+            "name": "capture-local",
+            "socket": str(local_saved_server.socket_path),
+            "user": "restore",
+            "password": "Capture-Pa55word",
+        },
+    )
+    assert response.status_code == 201, response.text
+    job = live_worker.restore("demo/shop.sql", target={"kind": "saved", "target_id": response.json()["id"]})
+    done = live_worker.wait_until_done(job["id"])
+    assert done["status"] == "succeeded", done["error"]
+    trace = _trace(live_worker, job["id"])
+    # Its pid came from its pid file; its settings are left alone, and the trace says what that means.
+    assert trace["backend"] == "ebpf" and trace["status"] == "complete" and trace["aio_mode"] == "io_uring"
+    assert "io_uring" in trace["visibility"]
+    server_pid = local_saved_server.pid
+    assert any(lane["pid"] == server_pid for lane in trace["lanes"])
+    assert any(lane["role"].startswith("mysql client") for lane in trace["lanes"])
+    reads = live_worker.http.get(f"/jobs/{job['id']}/trace/operations", params={"kinds": "read", "limit": 5}).json()
+    assert reads["total"] > 0
