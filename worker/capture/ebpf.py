@@ -49,6 +49,9 @@ READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
 # Per-CPU perf ring for printf: 1024 pages (4 MiB) keeps up with page-cleaner bursts.
 PERF_RING_PAGES = "1024"
+# Entries per map (bpftrace preallocates them): maps are keyed by thread or by in-flight io_uring request,
+# never more than a few thousand at once; the default 4096 could be reached by a busy server's threads.
+MAP_KEYS_MAX = "16384"
 
 # io_uring opcodes (include/uapi/linux/io_uring.h) whose file, offset and size we report.
 IO_URING_OPS = {1: "readv", 2: "writev", 3: "fsync", 4: "read_fixed", 5: "write_fixed", 8: "sync_file_range",
@@ -289,7 +292,7 @@ class EbpfCapture:
                 stdout=write_end,
                 stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "BPFTRACE_PERF_RB_PAGES": PERF_RING_PAGES, "BPFTRACE_MAP_KEYS_MAX": "65536"},
+                env={**os.environ, "BPFTRACE_PERF_RB_PAGES": PERF_RING_PAGES, "BPFTRACE_MAP_KEYS_MAX": MAP_KEYS_MAX},
             )
         finally:
             os.close(write_end)
