@@ -112,7 +112,12 @@ class JobCapture:
         adjusted = adjust_sandbox_options(self.plan.backend, options)
         for note in adjusted.notes:
             self._log(note)
-        self._set_meta(aio_mode=adjusted.aio_mode or options.aio_mode or "io_uring", visibility=adjusted.visibility)
+        switch = next((note for note in adjusted.notes if note.startswith("AIO switched")), None)
+        self._set_meta(
+            aio_mode=adjusted.aio_mode or options.aio_mode or "io_uring",
+            visibility=adjusted.visibility,
+            aio_switch=switch,  # the switch and its measured cost, for the trace page as well as the log
+        )
         return adjusted.options
 
     def datadir_layer(self) -> FuseCapture | None:
