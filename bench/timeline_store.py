@@ -233,6 +233,9 @@ def describe(name: str, query_ms: list[float], json_ms: list[float]) -> None:
     )
 
 
+INGEST_CPU_S: list[float] = []  # process CPU (all threads) spent in the timed ingest sections
+
+
 def ingest(directory: Path, operations: int, seed: int) -> tuple[int, float, float, float]:
     """Generate a million operations at a time (not timed), then time handing them to the writer in
     producer-sized calls and waiting until they are written (``flush``): the writer's own throughput."""
@@ -257,13 +260,14 @@ def ingest(directory: Path, operations: int, seed: int) -> tuple[int, float, flo
             counters += more_counters
             cursor += step
         batch = batch[: operations - written]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for first in range(0, len(batch), 20_000):
             writer.add_operations(batch[first : first + 20_000])
         writer.add_spans(spans)
         writer.add_counters(counters)
         writer.flush()
         spent += time.perf_counter() - started
+        INGEST_CPU_S.append(time.process_time() - cpu_started)
         peak_during_ingest = max(peak_during_ingest, current_rss_mib())
         written += len(batch)
     close_started = time.perf_counter()
@@ -320,8 +324,10 @@ def main() -> None:
     try:
         print(f"# {args.operations:,} operations over {LANES} lanes, trace in {directory}")
         written, add_s, close_s, ingest_rss = ingest(directory, args.operations, args.seed)
+        cpu_us = sum(INGEST_CPU_S) / written * 1e6
         print(f"ingest: {written:,} operations added and written as Parquet parts in {add_s:.1f} s "
-              f"= {written / add_s / 1e6:.2f} M ops/s (spans and counters included)")  # fmt: skip
+              f"= {written / add_s / 1e6:.2f} M ops/s (spans and counters included); "
+              f"CPU {cpu_us:.2f} us per operation over all threads")  # fmt: skip
         print(f"close (query files: sorted segments + pyramids): {close_s:.1f} s; "
               f"end to end {written / (add_s + close_s) / 1e6:.2f} M ops/s")  # fmt: skip
         print(f"RSS while ingesting (the generator's current million operations included): {ingest_rss:.0f} MiB; "
