@@ -18,6 +18,7 @@ from worker.capture.cpu_sampler import (
     ThreadReading,
     ThreadTracker,
     classify,
+    idle_label,
     interval_shares,
     parse_schedstat,
     parse_task_stat,
@@ -125,6 +126,12 @@ INTERVAL_NS = 20_000_000
 def test_interval_to_label(before: ThreadReading, after: ThreadReading, shares: IntervalShares, label: str) -> None:
     assert interval_shares(before, after, INTERVAL_NS) == shares
     assert classify(before, shares, after) == label
+
+
+@pytest.mark.parametrize("state", ["R", "S", "D", "T", "t", "Z", "I"])
+def test_idle_label_is_what_classify_says_of_an_interval_without_change(state: str) -> None:
+    unchanged = _reading(5 * 1_000_000, 1_000_000, state)
+    assert idle_label(state) == classify(unchanged, interval_shares(unchanged, unchanged, INTERVAL_NS), unchanged)
 
 
 def test_merger_joins_equal_neighbours_and_splits_on_change_gap_and_length() -> None:

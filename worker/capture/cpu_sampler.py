@@ -255,12 +255,18 @@ class ThreadBusy:
         return 100.0 * self.label_us.get(label, 0) / self.observed_us if self.observed_us > 0 else 0.0
 
 
+def idle_label(state: str) -> str:
+    """The label of an interval in which a thread did not run at all: what `classify` gives for no change."""
+    return "runnable" if state == "R" else "io_wait" if state == "D" else "blocked"
+
+
 @dataclass
 class _Tracked:
     last: ThreadReading
     last_us: int
     busy: ThreadBusy
     first: ThreadReading
+    idle_label: str
 
 
 class ThreadTracker:
@@ -274,7 +280,7 @@ class ThreadTracker:
     def update(self, t_us: int, readings: dict[int, ThreadReading]) -> list[Span]:
         """Take one round taken at `t_us`; return the spans finished by it."""
         finished: list[Span] = []
-        for tid in [tid for tid in self._live if tid not in readings]:
+        for tid in self._live.keys() - readings.keys():
             finished += self._forget(tid)
         for tid, reading in readings.items():
             tracked = self._live.get(tid)
@@ -283,7 +289,7 @@ class ThreadTracker:
                 tracked = None
             if tracked is None:
                 busy = ThreadBusy(tid, reading.pid, reading.comm, first_seen_us=t_us, last_seen_us=t_us)
-                self._live[tid] = _Tracked(reading, t_us, busy, reading)
+                self._live[tid] = _Tracked(reading, t_us, busy, reading, idle_label(reading.state))
                 continue
             finished += self._advance(tracked, reading, t_us)
         return finished
@@ -303,7 +309,7 @@ class ThreadTracker:
             return []
         busy = tracked.busy
         if reading is tracked.last:  # ProcReader's "unchanged": it has not run since the last round
-            label = classify(reading, IntervalShares(0, 0, interval_us * 1000), reading)
+            label = tracked.idle_label
         else:
             label = classify(tracked.last, interval_shares(tracked.last, reading, interval_us * 1000), reading)
             # The totals take the kernel's deltas as they are: a wait credited late still counts.
@@ -312,6 +318,7 @@ class ThreadTracker:
             busy.comm = reading.comm
             busy.user_ticks = reading.user_ticks - tracked.first.user_ticks
             busy.system_ticks = reading.system_ticks - tracked.first.system_ticks
+            tracked.idle_label = idle_label(reading.state)
         busy.label_us[label] = busy.label_us.get(label, 0) + interval_us
         busy.last_seen_us = t_us
         busy.rounds += 1
