@@ -1,7 +1,7 @@
 """The whole app for the browser tests, as a user runs it, in a throwaway directory.
 
 Starts a private Redis on a free port, builds a SQLite job store with `alembic upgrade head`, makes the
-demo backup under a private backup root, then runs the API (uvicorn, which serves frontend/dist) and a
+demo backups under a private backup root, then runs the API (uvicorn, which serves frontend/dist) and a
 Celery worker through tests/stack.py. Prints one JSON line {"url": ...} when ready, then runs until
 SIGTERM/SIGINT or until its standard input closes (so it never outlives the Playwright run that
 started it), and removes everything it made.
@@ -82,13 +82,16 @@ def main() -> int:
     stack = Stack(root / "logs", env)
     try:
         subprocess.run([str(REPO / ".venv/bin/alembic"), "upgrade", "head"], cwd=REPO, env=full_env, check=True)
-        subprocess.run(
-            [sys.executable, "-m", "worker.demo", str(root / "backups" / "demo"), "--rows", "3000"],
-            cwd=REPO,
-            env=full_env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        # The demo backup to restore, and a bigger one (a 300k-row table) that restores for long enough to
+        # be cancelled from the browser.
+        for folder, extra in (("demo", ["--rows", "3000"]), ("big", ["--rows", "1000", "--big"])):
+            subprocess.run(
+                [sys.executable, "-m", "worker.demo", str(root / "backups" / folder), *extra],
+                cwd=REPO,
+                env=full_env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         stack.start_api()
         stack.start_worker()
         print(json.dumps({"url": f"http://127.0.0.1:{stack.port}", "root": str(root)}), flush=True)

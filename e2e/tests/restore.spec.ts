@@ -36,6 +36,7 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   await expect(page.getByText(/All \d+ checks passed/)).toBeVisible();
   await expect(page.getByRole("table", { name: "Server variables" })).toContainText("innodb_buffer_pool_size");
   await expect(page.getByLabel("Job log")).toContainText("restor");
+  await expect(page.locator("dl.facts dd", { hasText: /[\d,]+ operations on \d+ threads/ })).toBeVisible();
   await saveScreenshot(page, "run");
 
   // The IO timeline of the restore: one lane per server thread, labelled by its role, with coloured bars.
@@ -73,4 +74,21 @@ test("the jobs list follows a running job live, and a finished job can be retrie
   await page.waitForURL((url) => /^\/jobs\/\d+$/.test(url.pathname) && url.pathname !== `/jobs/${String(id)}`);
   await expect(page.getByText(`job #${String(id)}`)).toBeVisible();
   await expect(page.getByTestId("percent")).toHaveText("100 %", { timeout: 90_000 });
+});
+
+test("a user cancels a running restore from its page", async ({ page, request, saveScreenshot }) => {
+  const created = await request.post("/api/v1/jobs/restore", {
+    data: { backup_path: "big/shop.sql.zst", target: { kind: "sandbox" }, capture: "none" },
+  });
+  expect(created.status()).toBe(201);
+  const { id } = (await created.json()) as { id: number };
+  await page.goto(`/jobs/${String(id)}`);
+  // Wait until rows are going in, then cancel (the page asks first).
+  await expect(page.getByText("phase: restoring")).toBeVisible({ timeout: 90_000 });
+  page.once("dialog", (dialog) => void dialog.accept());
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await expect(page.locator(".badge.cancelled").first()).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByRole("button", { name: "Retry" })).toBeVisible();
+  await expect(page.getByLabel("Job log")).toContainText(/cancel/i);
+  await saveScreenshot(page, "run-cancelled");
 });

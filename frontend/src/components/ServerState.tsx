@@ -23,7 +23,7 @@ const KEY_VARIABLES = [
 ];
 
 /** SHOW GLOBAL VARIABLES at start and end, and the STATUS counters that moved during the job. */
-export function ServerState({ jobId, enabled }: { jobId: number; enabled: boolean }) {
+export function ServerState({ jobId, enabled, active }: { jobId: number; enabled: boolean; active: boolean }) {
   const state = useQuery(jobServerQuery(jobId, enabled));
   const [filter, setFilter] = useState("");
 
@@ -101,7 +101,11 @@ export function ServerState({ jobId, enabled }: { jobId: number; enabled: boolea
               {deltas.length === 0 && (
                 <tr>
                   <td colSpan={2} className="sub">
-                    {hasEnd ? "No counter moved." : "Deltas appear when the job ends (the end snapshot)."}
+                    {hasEnd
+                      ? "No counter moved."
+                      : active
+                        ? "Deltas appear when the job ends (the end snapshot)."
+                        : "No end snapshot: the job stopped before its server could be read again."}
                   </td>
                 </tr>
               )}

@@ -1,11 +1,13 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link, useNavigate, useParams } from "react-router-dom";
 
+import { ApiError, errorMessage } from "../api/errors";
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
 import { backupText, captureText, phaseText, targetText } from "../components/jobText";
 import { LogTail } from "../components/LogTail";
 import { ServerState } from "../components/ServerState";
 import { backupRootsQuery } from "../queries/backups";
+import { traceQuery } from "../queries/traces";
 import { type JobDetail, isActive, jobQuery, useCancelJob, useJobEvents, useRetryJob } from "../queries/jobs";
 import { formatBytes, formatCount, formatPercent, formatRate, formatRowsPerSecond, formatSeconds } from "../timeline/format";
 
@@ -16,8 +18,9 @@ function Phases({ job }: { job: JobDetail }) {
   return (
     <div className="phases" aria-label="Phases">
       {PHASES.filter((p) => p !== "waiting_for_target" || job.phase_times[p] !== undefined).map((phase) => {
-        const index = PHASES.indexOf(phase);
-        const state = phase === job.phase ? "current" : index < current || job.phase_times[phase] !== undefined ? "done" : "";
+        // Done means the phase ran: a cancelled job skips verifying, so position alone does not tell.
+        const ran = job.phase_times[phase] !== undefined || (phase === "queued" && current > 0);
+        const state = phase === job.phase ? "current" : ran ? "done" : "";
         const times = job.phase_times[phase];
         const took =
           times?.[0] && times[1] ? ` ${formatSeconds((Date.parse(times[1]) - Date.parse(times[0])) / 1000)}` : "";
@@ -127,6 +130,23 @@ function Verification({ job }: { job: JobDetail }) {
   );
 }
 
+/** What the job's IO trace holds, kept fresh while it records, with the way to the timeline. */
+function TraceFacts({ jobId }: { jobId: number }) {
+  const trace = useQuery(traceQuery(jobId));
+  if (trace.isPending) return <span className="sub">…</span>;
+  if (trace.isError) {
+    return <span className="sub">{trace.error instanceof ApiError && trace.error.status === 404 ? "none recorded" : errorMessage(trace.error)}</span>;
+  }
+  const summary = trace.data;
+  return (
+    <span>
+      <StatusBadge status={summary.status} /> {summary.backend}
+      {summary.aio_mode ? ` (AIO ${summary.aio_mode})` : ""} · {formatCount(summary.operations)} operations on {summary.lanes.length} threads ·{" "}
+      <Link to={`/jobs/${String(jobId)}/timeline`}>open the timeline</Link>
+    </span>
+  );
+}
+
 function Facts({ job }: { job: JobDetail }) {
   const target = job.parameters.target as { options?: Record<string, unknown> } | undefined;
   // Settings actually set: None means "the server's default", and an empty extra dict says nothing.
@@ -152,6 +172,10 @@ function Facts({ job }: { job: JobDetail }) {
           <dd>{captureText(job)}</dd>
         </>
       )}
+      <dt>IO trace</dt>
+      <dd>
+        <TraceFacts jobId={job.id} />
+      </dd>
       <dt>Server</dt>
       <dd>{job.server_version ? `${job.server_flavour ?? ""} ${job.server_version}` : "–"}</dd>
       {job.sandbox_port !== null && (
@@ -244,8 +268,8 @@ export function RunPage() {
       {cancel.isError && <ErrorMessage error={cancel.error} title="Could not cancel" />}
       {retry.isError && <ErrorMessage error={retry.error} title="Could not retry" />}
       {data.error && (
-        <div className="message error" role="alert">
-          <strong>The job failed</strong>
+        <div className={`message ${data.status === "cancelled" ? "warn" : "error"}`} role="alert">
+          <strong>{data.status === "cancelled" ? "The job was cancelled" : "The job failed"}</strong>
           {data.error}
         </div>
       )}
@@ -271,7 +295,7 @@ export function RunPage() {
           </div>
           <div className="panel">
             <h2>Server settings used</h2>
-            <ServerState jobId={jobId} enabled={serverStarted || !active} />
+            <ServerState jobId={jobId} enabled={serverStarted || !active} active={active} />
           </div>
         </>
       )}
