@@ -19,6 +19,14 @@ from worker.runners.loader.statements import (
         (b"/*!40101 SET NAMES utf8mb4 */", Action.SESSION, "", None, None),
         (b"USE `shop`", Action.SESSION, "USE", None, "shop"),
         (
+            b"/*M!999999\\- enable the sandbox mode */ \n-- MariaDB dump 10.19\n--\n"
+            b"/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */",
+            Action.SESSION,
+            "",
+            None,
+            None,
+        ),
+        (
             b"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop` /*!40100 DEFAULT CHARACTER SET latin1 */",
             Action.CREATE_DATABASE,
             "DATABASE",

@@ -58,9 +58,17 @@ class Classified:
 _POST_DATA_OBJECTS = {"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT", "VIEW", "PACKAGE", "PACKAGE BODY"}
 
 
+# Comments before a statement's first word, including MariaDB's `/*M!999999\- enable the sandbox mode */`
+# (a command for the mysql client that the server ignores) that opens every dump of mariadb-dump 10.11.8+.
+_LEADING_COMMENTS = re.compile(
+    rb"(?:\s+|--[ \t][^\n]*(?:\n|$)|--\n|#[^\n]*(?:\n|$)|/\*(?!!|M!)(?:.*?)\*/|/\*M!999999.*?\*/)*", re.S
+)
+
+
 def normalized_head(text: bytes, limit: int = 600) -> bytes:
-    """The statement's start with version-comment markers removed and blanks collapsed."""
-    head = _VERSION_COMMENT.sub(b" ", text[:limit])
+    """The statement's start without leading comments, version-comment markers and repeated blanks."""
+    start = _LEADING_COMMENTS.match(text).end()  # type: ignore[union-attr]
+    head = _VERSION_COMMENT.sub(b" ", text[start : start + limit])
     return _SPACES.sub(b" ", head).strip()
 
 

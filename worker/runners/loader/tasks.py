@@ -28,6 +28,7 @@ import pymysql
 
 from worker.runners.dump_stream import DumpError, open_dump
 from worker.runners.loader import delimited
+from worker.runners.loader.control import explain
 from worker.runners.loader.markers import Markers
 from worker.runners.loader.plan import DataFile
 from worker.runners.loader.session import SessionState
@@ -258,9 +259,14 @@ class DelimitedTask:
 
         def load() -> int:
             data: Iterable[bytes] = [self.piece] if self.piece is not None else read_file(self.file.path)
-            affected, feed = load_data(
-                worker.connection, lambda path: load_statement(self.table, self.file, path), data
-            )
+            try:
+                affected, feed = load_data(
+                    worker.connection, lambda path: load_statement(self.table, self.file, path), data
+                )
+            except pymysql.err.MySQLError as error:
+                if error.args and error.args[0] in _RETRYABLE:
+                    raise
+                raise explain(error, f"the rows of {self.file.path.name} (chunk {self.chunk})") from error
             self._check(feed)
             if self.file.splittable and self.piece is not None:
                 return delimited.count_rows(self.piece)
@@ -294,6 +300,7 @@ class SqlTask:
     session: SessionState
     statements: Callable[[], Iterable[Statement]]
     rows_file: Path | None = None
+    where: str = "the dump"  # what line numbers refer to: the dump, or a data file's name
 
     def run(self, worker: Worker) -> int:
         worker.use(self.session)
@@ -303,17 +310,22 @@ class SqlTask:
             nonlocal changes_session
             rows = 0
             for statement in self.statements():
-                if statement.kind is Kind.INSERT:
-                    worker.connection.query(statement.text)
-                    rows += statement.rows
-                    continue
-                action = classify(statement.text).action
-                if action is Action.LOAD_DATA:
-                    rows += self._load_rows_file(worker, statement)
-                elif action in (Action.SESSION, Action.OTHER):
-                    changes_session = changes_session or action is Action.SESSION
-                    worker.connection.query(statement.text)
-                # DDL or LOCK TABLES inside a data file: not for a parallel load, and not what a data file holds
+                try:
+                    if statement.kind is Kind.INSERT:
+                        worker.connection.query(statement.text)
+                        rows += statement.rows
+                        continue
+                    action = classify(statement.text).action
+                    if action is Action.LOAD_DATA:
+                        rows += self._load_rows_file(worker, statement)
+                    elif action in (Action.SESSION, Action.OTHER):
+                        changes_session = changes_session or action is Action.SESSION
+                        worker.connection.query(statement.text)
+                    # DDL or LOCK TABLES in a data file: not what a data file holds, and not for a parallel load
+                except pymysql.err.MySQLError as error:
+                    if error.args and error.args[0] in _RETRYABLE:
+                        raise
+                    raise explain(error, f"the statement at line {statement.line} of {self.where}") from error
             return rows
 
         try:
@@ -460,21 +472,25 @@ class DelimitedSource:
     def _next_piece(self) -> bytes | None:
         if self._blocks is None:
             self._blocks = self._read()
-        while not self._finished and self._parts_bytes < self._chunk_size:
-            block = next(self._blocks, None)
-            if block is None:
-                self._finished = True
+        wanted = self._chunk_size
+        while True:
+            while not self._finished and self._parts_bytes < wanted:
+                block = next(self._blocks, None)
+                if block is None:
+                    self._finished = True
+                    break
+                self._parts.append(block)
+                self._parts_bytes += len(block)
+            if not self._parts_bytes:
+                self._check_total()
+                return None
+            buffer = b"".join(self._parts)
+            self._parts = [buffer]
+            cut = delimited.row_end_at_or_after(buffer, min(self._chunk_size, len(buffer)) - 1)
+            if cut is not None or self._finished:
                 break
-            self._parts.append(block)
-            self._parts_bytes += len(block)
-        if not self._parts_bytes:
-            self._check_total()
-            return None
-        buffer = b"".join(self._parts)
-        cut = delimited.row_end_at_or_after(buffer, min(self._chunk_size, len(buffer)) - 1)
+            wanted = self._parts_bytes + 1  # the row goes on past what was read: read on
         if cut is None:
-            if not self._finished:
-                raise AssertionError("no row end in a full chunk although the file goes on")
             if not buffer.endswith(b"\n"):
                 raise DataCutShortError(
                     f"{self._file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
@@ -554,7 +570,13 @@ class SqlSource:
                     continue
                 statements = [*self._prefix, *batch]
                 return SqlTask(
-                    self.table, size, chunk, self._session, functools.partial(list, statements), self._file.rows_file
+                    self.table,
+                    size,
+                    chunk,
+                    self._session,
+                    functools.partial(list, statements),
+                    self._file.rows_file,
+                    self._file.path.name,
                 )
 
     def _account_rest(self) -> None:
