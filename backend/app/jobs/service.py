@@ -66,6 +66,7 @@ def create_restore_job(session: Session, data: RestoreJobCreate, settings: Setti
             "target": target,
             "database": data.database,
             "verify": data.verify,
+            "capture": data.capture,
         },
         backup_id=backup.id,
         target_id=target_id,
@@ -137,6 +138,8 @@ def request_cancel(session: Session, job_id: int) -> Job:
 
 def retry_job(session: Session, job_id: int, started_by: str | None = None) -> Job:
     original = get_job(session, job_id)
+    if original.kind == JobKind.IMPORT:
+        raise Conflict(f"job {job_id} is an imported trace and has nothing to run again: upload the log again")
     if not JobStatus(original.status).is_final:
         raise Conflict(f"job {job_id} is still {original.status}; cancel it or wait for it to end before retrying")
     job = Job(

@@ -6,6 +6,7 @@ from app.models.job import ACTIVE_STATUSES, Job, JobKind, JobPhase, JobStatus
 from app.models.job_log import JobLog
 from app.models.server_snapshot import ServerSnapshot
 from app.models.target import Target
+from app.models.trace import Trace, TraceSource, TraceStatus
 from app.models.verification import VerificationResult
 
 __all__ = [
@@ -19,5 +20,8 @@ __all__ = [
     "JobStatus",
     "ServerSnapshot",
     "Target",
+    "Trace",
+    "TraceSource",
+    "TraceStatus",
     "VerificationResult",
 ]
