@@ -14,12 +14,18 @@ import { formatBytes, formatCount, formatPercent, formatRate, formatRowsPerSecon
 const PHASES = ["queued", "waiting_for_target", "starting_server", "connecting", "restoring", "verifying", "cleaning_up", "done"];
 
 function Phases({ job }: { job: JobDetail }) {
-  const current = PHASES.indexOf(job.phase);
+  const wayIn = ["queued", "waiting_for_target", "starting_server", "connecting", "restoring", "verifying"];
+  const lastWayIn = Math.max(
+    wayIn.includes(job.phase) ? PHASES.indexOf(job.phase) : -1,
+    ...wayIn.filter((phase) => job.phase_times[phase] !== undefined).map((phase) => PHASES.indexOf(phase)),
+  );
   return (
     <div className="phases" aria-label="Phases">
       {PHASES.filter((p) => p !== "waiting_for_target" || job.phase_times[p] !== undefined).map((phase) => {
-        // Done means the phase ran: a cancelled job skips verifying, so position alone does not tell.
-        const ran = job.phase_times[phase] !== undefined || (phase === "queued" && current > 0);
+        // Done means the phase ran: it has times, or a later phase of the way in has (connecting leaves
+        // none of its own). Phases after the last one that ran (verifying, after a cancel) were skipped.
+        const index = PHASES.indexOf(phase);
+        const ran = job.phase_times[phase] !== undefined || index < lastWayIn;
         const state = phase === job.phase ? "current" : ran ? "done" : "";
         const times = job.phase_times[phase];
         const took =
