@@ -10,8 +10,8 @@ import pytest
 
 from tests.loader.conftest import SCHEMA, Dumps, Server
 from tests.loader.test_formats import EXPECTED_ROWS
-from worker.runners.mysql_client import RestoreCancelled, RestoreProgress
 from worker.runners.myloader import restore_with_myloader
+from worker.runners.mysql_client import RestoreCancelled, RestoreProgress
 from worker.runners.mysqlimport import restore_with_mysqlimport
 
 pytestmark = pytest.mark.integration
