@@ -135,9 +135,13 @@ def test_recording_trace_grows_and_a_dead_worker_reads_failed(client: TestClient
     writer.flush()
     body = client.get(f"{API}/jobs/{job_id}/trace").json()
     assert body["status"] == "recording" and body["operations"] == 10
+    window = client.get(f"{API}/jobs/{job_id}/trace/window", params={"t0_us": 0, "t1_us": 2_000})
+    assert len(window.json()["lanes"][0]["operations"]) == 10
     writer.add_operations([op(1_000 + i * 10) for i in range(5)])
     writer.flush()
     assert client.get(f"{API}/jobs/{job_id}/trace/stats").json()["by_kind"][0]["count"] == 15
+    window = client.get(f"{API}/jobs/{job_id}/trace/window", params={"t0_us": 0, "t1_us": 2_000})
+    assert len(window.json()["lanes"][0]["operations"]) == 15, "the same question about a grown trace"
     # The worker dies here (the writer is never closed) and the sweep fails the job.
     with session_scope() as session:
         job = session.get(Job, job_id)

@@ -160,12 +160,12 @@ class _PartCache:
 
 
 _parts = _PartCache(PART_CACHE_OPERATIONS)
-_complete: OrderedDict[tuple[str, int], TraceData] = OrderedDict()
+_complete: OrderedDict[tuple[str, str], TraceData] = OrderedDict()
 _complete_lock = threading.Lock()
 
 
 def _open_complete(directory: Path, summary: TraceSummary) -> TraceData:
-    key = (str(directory), (directory / "meta.json").stat().st_mtime_ns)
+    key = (str(directory), summary.trace_id)  # a closed trace changes no more; a new one gets a new id
     with _complete_lock:
         if key in _complete:
             _complete.move_to_end(key)

@@ -89,7 +89,7 @@ def read_window(
     """What the timeline draws for a window: per lane, buckets or raw operations, spans; counters."""
     _check_window(t0_us, t1_us)
     filters = _filters(tids, kinds, roles, path)
-    result = service.read_window(
+    encoded = service.read_window(
         session,
         settings,
         job_id,
@@ -99,7 +99,7 @@ def read_window(
         filters=filters,
         columns=layout == "columns",
     )
-    return _json(result)
+    return Response(encoded, media_type="application/json")
 
 
 @router.get("/jobs/{job_id}/trace/stats", operation_id="traces-read_stats", response_model=StatsPublic)

@@ -10,11 +10,13 @@ A worker that dies leaves the row "recording": once its job has ended, the trace
 import contextlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+from pydantic_core import to_json
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -215,10 +217,37 @@ def read_window(
     width_px: int,
     filters: Filters,
     columns: bool = False,
-) -> dict[str, Any]:
+) -> bytes:
+    """The window as JSON. Answers are kept for the same question about the same state of the trace
+    (its counts and lanes as meta.json says, rewritten at every flush, so a growing trace never gets a
+    stale answer): the timeline asks the same zoomed-out view again and again."""
     data = open_data(session, settings, job_id)
     t0, t1 = time_range(data, t0_us, t1_us)
-    return window.read_window(data, t0=t0, t1=t1, width_px=width_px, filters=filters, columns=columns)
+    key = (str(data.directory), _state(data), t0, t1, width_px, filters, columns)
+    with _windows_lock:
+        if key in _windows:
+            _windows.move_to_end(key)
+            return _windows[key]
+    encoded = to_json(window.read_window(data, t0=t0, t1=t1, width_px=width_px, filters=filters, columns=columns))
+    with _windows_lock:
+        _windows[key] = encoded
+        while len(_windows) > WINDOW_CACHE_ENTRIES or sum(map(len, _windows.values())) > WINDOW_CACHE_BYTES:
+            _windows.popitem(last=False)
+    return encoded
+
+
+WINDOW_CACHE_ENTRIES: Final = 64
+WINDOW_CACHE_BYTES: Final = 64 * 2**20
+_windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+_windows_lock = threading.Lock()
+
+
+def _state(data: TraceData) -> tuple[Any, ...]:
+    """What the trace holds as of the meta.json this answer was read with (file times are too coarse:
+    two flushes can share one)."""
+    s = data.summary
+    lanes = tuple((lane["tid"], lane["role"]) for lane in s.lanes)
+    return (s.trace_id, s.status, s.compacted, s.parts, s.operations, s.spans, s.counter_samples, lanes)
 
 
 def read_stats(

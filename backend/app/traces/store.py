@@ -24,6 +24,7 @@ import queue
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -172,6 +173,8 @@ class TraceSummary:
     meta: dict[str, str | int | float | None] = field(default_factory=dict)
     parts: int = 0
     compacted: bool = False
+    # Tells this recording from an earlier one in the same directory (caches key on it).
+    trace_id: str = ""
 
     def add_part(self, part: tally.PartTotals) -> None:
         self.operations += part.operations
@@ -268,7 +271,7 @@ class TraceWriter:
             (directory / sub).mkdir(parents=True)
         self._lock = threading.Lock()
         self._batch = _Batch()
-        self._summary = TraceSummary()
+        self._summary = TraceSummary(trace_id=uuid.uuid4().hex)
         self._lanes: dict[int, Lane] = {}
         self._small_parts: dict[str, list[tuple[int, int]]] = {}  # kind -> [(part number, rows)] since a merge
         self._meta_dirty = True
