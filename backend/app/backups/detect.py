@@ -1,6 +1,7 @@
 """What kind of backup a file or directory is, from its content rather than its name."""
 
 import gzip
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -13,7 +14,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 HEAD_BYTES = 256 * 1024
 
-# Formats restorescope can restore today; the others are listed so the user sees them, marked as not yet.
+# Formats the API accepts restore jobs for today (the mysql client runner); the others are listed so the user
+# sees them. The parallel loader (worker.runners.loader) restores LOADER_FORMATS (below); is_restorable()
+# also looks at what detection found wrong in a backup (an unfinished dump).
 RESTORABLE_FORMATS = frozenset({"mysqldump"})
 
 
@@ -86,13 +89,108 @@ def detect_directory(path: Path) -> Detected | None:
     names = {child.name for child in path.iterdir()}
     if names & {"xtrabackup_checkpoints", "mariadb_backup_checkpoints"}:
         tool = "mariabackup" if "mariadb_backup_checkpoints" in names or "aria_log_control" in names else "xtrabackup"
-        return Detected(format=tool)
+        return Detected(format=tool, details=_restorability([f"{tool} backups are not restored by these runners yet"]))
     if "@.json" in names:
-        return Detected(format="mysqlsh", details={"complete": "@.done.json" in names})
-    if "metadata" in names:
-        return Detected(format="mydumper")
+        return _mysqlsh(path, names)
+    if "metadata" in names or "metadata.partial" in names:
+        return _mydumper(path, names)
     # mysqldump --tab writes table.sql (DDL) next to table.txt (data): a pair, not just any .sql and .txt.
-    tables = {n.removesuffix(".sql") for n in names if n.endswith(".sql")}
-    if any(n.endswith(".txt") and n.removesuffix(".txt") in tables for n in names):
-        return Detected(format="mysqldump-tab", details={"tables": len(tables)})
+    stems = {_plain(n)[:-4] for n in names if _plain(n).endswith(".sql")}
+    pairs = {_plain(n)[:-4] for n in names if _plain(n).endswith(".txt") and _plain(n)[:-4] in stems}
+    if pairs:
+        details: dict[str, Any] = {"tables": len(pairs), "scripts_without_data": len(stems - pairs)}
+        # A --tab dump does not name its database: the restore must be given one.
+        details["has_use_statements"] = False
+        details.update(_restorability([]))
+        compression = _compression_of_names(names)
+        return Detected(format="mysqldump-tab", compression=compression, details=details)
     return None
+
+
+# --- dump directories: cheap checks (names, small metadata files); the loader checks every file before loading
+
+LOADER_FORMATS = frozenset({"mysqldump", "mysqldump-tab", "mydumper", "mysqlsh"})
+
+
+def is_restorable(format_name: str, details: dict[str, Any]) -> bool:
+    """Whether restorescope's loader can restore this backup (its format, and no problem found in it)."""
+    return format_name in LOADER_FORMATS and bool(details.get("restorable", True))
+
+
+def _restorability(problems: list[str]) -> dict[str, Any]:
+    return {"restorable": not problems, "problems": problems}
+
+
+def _plain(name: str) -> str:
+    for suffix in (".gz", ".zst", ".zstd"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _compression_of_names(names: set[str]) -> str | None:
+    if any(n.endswith((".zst", ".zstd")) for n in names):
+        return "zstd"
+    if any(n.endswith(".gz") for n in names):
+        return "gzip"
+    return None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _mysqlsh(path: Path, names: set[str]) -> Detected:
+    top = _read_json(path / "@.json")
+    problems = []
+    details: dict[str, Any] = {"complete": "@.done.json" in names, "has_use_statements": True}
+    if top is None:
+        problems.append("@.json cannot be read: the dump is damaged")
+    else:
+        details["schemas"] = [str(s) for s in top.get("schemas") or []]
+        details["dumper"] = str(top.get("dumper") or "")
+        if top.get("serverVersion"):
+            details["server_version"] = str(top["serverVersion"])
+    if "@.done.json" not in names:
+        problems.append("@.done.json is missing: the dump is unfinished (interrupted, or still running)")
+    chunks = [n for n in names if re.search(r"@@?\d+\.(?:tsv|csv|json|txt)(?:\.zst|\.gz)?$", n)]
+    details["data_files"] = len(chunks)
+    if chunks and not any(re.search(r"@@\d+\.", n) for n in chunks):
+        problems.append("no last data chunk (named schema@table@@N): files are missing")
+    details.update(_restorability(problems))
+    return Detected(format="mysqlsh", compression=_compression_of_names(set(chunks)), details=details)
+
+
+_MYDUMPER_DATA = re.compile(
+    r"^[^.]+\..+?\.\d{5,}(?:\.\d{5,})?\.(?:sql|dat)(?:\.gz|\.zst)?$|^[^.]+\.[^-]+\.sql(?:\.gz)?$"
+)
+
+
+def _mydumper(path: Path, names: set[str]) -> Detected:
+    problems = []
+    details: dict[str, Any] = {"has_use_statements": True}
+    if "metadata" not in names:
+        problems.append("metadata.partial without metadata: mydumper did not finish this dump")
+        text = ""
+    else:
+        try:
+            text = (path / "metadata").read_text(errors="replace")[: 1 << 20]
+        except OSError:
+            text = ""
+    is_ini = any(line.startswith("[") and line.rstrip().endswith("]") for line in text.splitlines())
+    details["layout"] = "0.14+" if is_ini else "0.10"
+    if not is_ini and text and "Finished dump at" not in text:
+        problems.append("the metadata file has no 'Finished dump at' line: mydumper did not finish this dump")
+    schemas = sorted(
+        {_plain(n)[: -len("-schema-create.sql")] for n in names if _plain(n).endswith("-schema-create.sql")}
+    )
+    details["databases"] = schemas
+    details["tables"] = sum(1 for n in names if _plain(n).endswith("-schema.sql"))
+    details["data_files"] = sum(1 for n in names if _MYDUMPER_DATA.match(n))
+    details["load_data"] = any(_plain(n).endswith(".dat") for n in names)
+    details.update(_restorability(problems))
+    return Detected(format="mydumper", compression=_compression_of_names(names), details=details)
