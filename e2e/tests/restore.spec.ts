@@ -35,6 +35,8 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   await expect(page.getByRole("table", { name: "Verification" })).toContainText("shop.customers");
   await expect(page.getByText(/All \d+ checks passed/)).toBeVisible();
   await expect(page.getByRole("table", { name: "Server variables" })).toContainText("innodb_buffer_pool_size");
+  await expect(page.getByRole("table", { name: "Server variables" })).toContainText("At end");
+  await expect(page.getByRole("table", { name: "Status counter deltas" })).toContainText("Innodb_");
   await expect(page.getByLabel("Job log")).toContainText("restor");
   await expect(page.locator("dl.facts dd", { hasText: /[\d,]+ operations on \d+ threads/ })).toBeVisible();
   await saveScreenshot(page, "run");

@@ -2,7 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 
 import { jobServerQuery } from "../queries/jobs";
-import { formatCount } from "../timeline/format";
+import { formatBytes, formatCount } from "../timeline/format";
 import { Empty, ErrorMessage, Loading } from "./common";
 
 // What a DBA checks first after a restore; shown at the top of the variables table.
@@ -21,6 +21,13 @@ const KEY_VARIABLES = [
   "sync_binlog",
   "performance_schema",
 ];
+
+/** A variable's value; sizes in bytes also in binary units ("2147483648 · 2 GiB"). */
+function valueText(name: string, value: string | undefined): string {
+  if (value === undefined) return "–";
+  const bytes = Number(value);
+  return name.endsWith("_size") && /^\d+$/.test(value) && bytes >= 1024 ? `${value} · ${formatBytes(bytes)}` : value;
+}
 
 /** SHOW GLOBAL VARIABLES at start and end, and the STATUS counters that moved during the job. */
 export function ServerState({ jobId, enabled, active }: { jobId: number; enabled: boolean; active: boolean }) {
@@ -68,10 +75,10 @@ export function ServerState({ jobId, enabled, active }: { jobId: number; enabled
       </div>
       <div className="grid-2">
         <div className="scroll" style={{ maxHeight: 360 }}>
-          <table className="data" aria-label="Server variables">
+          <table className="data fixed" aria-label="Server variables">
             <thead>
               <tr>
-                <th>Variable</th>
+                <th style={{ width: hasEnd ? "40%" : "50%" }}>Variable</th>
                 <th>At start</th>
                 {hasEnd && <th>At end</th>}
               </tr>
@@ -82,8 +89,8 @@ export function ServerState({ jobId, enabled, active }: { jobId: number; enabled
                 .map((v) => (
                   <tr key={v.name} className={hasEnd && v.start !== v.end ? "changed" : ""}>
                     <td className="mono">{v.name}</td>
-                    <td className="mono">{v.start ?? "–"}</td>
-                    {hasEnd && <td className="mono">{v.end ?? "–"}</td>}
+                    <td className="mono">{valueText(v.name, v.start)}</td>
+                    {hasEnd && <td className="mono">{valueText(v.name, v.end)}</td>}
                   </tr>
                 ))}
             </tbody>
