@@ -24,6 +24,7 @@ Line formats (space separated, the path last since it may contain spaces):
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -255,8 +256,6 @@ class BpftraceLineParser:
 def _result(value: int) -> str:
     if value >= 0:
         return str(value)
-    import errno
-
     return errno.errorcode.get(-value, str(value))
 
 

@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -233,8 +234,6 @@ def _learn_names(inodes: InodePaths, line: str) -> bool:
 
 
 def _with_paths(inodes: InodePaths, operations: list[Operation]) -> list[Operation]:
-    from dataclasses import replace
-
     return [replace(operation, path=inodes.path(operation.path)) for operation in operations]
 
 

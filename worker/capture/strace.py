@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -21,7 +22,7 @@ from typing import Any
 
 from app.traces.records import TraceSink
 from app.traces.strace_log import StraceLogParser
-from worker.capture.errors import CaptureFailed, CaptureUnavailable
+from worker.capture.errors import CaptureFailed
 from worker.capture.stream import LinePump
 
 NAME = "strace"
@@ -67,7 +68,7 @@ def _base_command(output_fd: int) -> list[str]:
 @functools.cache
 def unavailable_reason() -> str | None:
     """Why strace cannot trace here, or None when it can (a real trace of `true` is tried once)."""
-    if not _which("strace"):
+    if shutil.which("strace") is None:
         return "strace is not installed (Debian/Ubuntu: apt-get install strace)"
     try:
         probe = subprocess.run(
@@ -89,12 +90,6 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _which(name: str) -> bool:
-    import shutil
-
-    return shutil.which(name) is not None
-
-
 def _ptrace_scope() -> int:
     try:
         return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
@@ -114,8 +109,6 @@ class StraceCapture:
         self._attached: list[subprocess.Popen[bytes]] = []
         self._launched: list[subprocess.Popen[bytes]] = []
         self._pumps: list[LinePump] = []
-        self._stderr: dict[int, Path] = {}
-        self.malformed = 0
 
     def attach(self, pid: int) -> None:
         """Trace every thread of a running process (new threads too) until stop()."""
@@ -198,4 +191,4 @@ def _tracer_of(pid: int) -> int | None:
     return None
 
 
-__all__ = ["IO_SYSCALLS", "NAME", "CaptureUnavailable", "StraceCapture", "unavailable_reason"]
+__all__ = ["IO_SYSCALLS", "NAME", "StraceCapture", "unavailable_reason"]
