@@ -98,3 +98,13 @@ def test_insert_select_goes_through_the_lexer() -> None:
     (statement,) = split_script(b"INSERT INTO t SELECT ';' FROM u;\n")
     assert statement.kind is Kind.OTHER
     assert statement.text == b"INSERT INTO t SELECT ';' FROM u"
+
+
+def test_delimited_rows_across_blocks() -> None:
+    from worker.runners.loader import delimited
+
+    data = b"1\ta\\\nb\n2\tc\\\\\n3\td\n"  # row 1 holds an escaped newline, row 2 ends with an escaped backslash
+    assert delimited.count_rows(data) == 3
+    for cut in range(1, len(data)):
+        blocks = [data[:cut], data[cut:]]
+        assert delimited.count_rows_in_blocks(blocks) == 3, cut

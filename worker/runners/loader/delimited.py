@@ -8,6 +8,7 @@ run of backslashes: a stream can be cut there into chunks that load independentl
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,39 @@ def row_end_at_or_after(data: bytes, position: int) -> int | None:
         backslashes = 0
         while newline - backslashes - 1 >= 0 and data[newline - backslashes - 1] == 0x5C:
             backslashes += 1
+        if backslashes % 2 == 0:
+            return newline + 1
+        position = newline + 1
+
+
+def trailing_backslashes(block: bytes) -> int:
+    return len(block) - len(block.rstrip(b"\\"))
+
+
+def count_rows_in_blocks(blocks: list[bytes]) -> int:
+    """count_rows of the blocks joined, without joining them (an escaped newline may straddle two blocks)."""
+    rows = sum(count_rows(block) for block in blocks)
+    for before, after in itertools.pairwise(blocks):
+        # An odd run of backslashes ending `before` flips whether a newline right after the backslashes that
+        # start `after` is escaped; nothing else in `after` depends on `before`.
+        if trailing_backslashes(before) % 2 == 0:
+            continue
+        lead = len(after) - len(after.lstrip(b"\\"))
+        if after[lead : lead + 1] == b"\n":
+            rows += 1 if lead % 2 == 1 else -1
+    return rows
+
+
+def row_end_in_blocks(blocks: list[bytes], index: int, position: int) -> int | None:
+    """Like row_end_at_or_after in blocks[index], also looking at the backslashes that end the block before."""
+    block = blocks[index]
+    while True:
+        newline = block.find(b"\n", position)
+        if newline == -1:
+            return None
+        backslashes = newline - len(block[:newline].rstrip(b"\\"))
+        if backslashes == newline and index > 0:
+            backslashes += trailing_backslashes(blocks[index - 1])
         if backslashes % 2 == 0:
             return newline + 1
         position = newline + 1
