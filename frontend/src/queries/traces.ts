@@ -8,9 +8,28 @@ import { keepPreviousData, queryOptions, useMutation, useQueryClient } from "@ta
 import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
 import { keys } from "./keys";
-import type { ImportResult } from "./traceTypes";
+import { rowsFromColumns } from "../timeline/columns";
+import type { ImportResult, TraceWindow } from "./traceTypes";
 
 export type * from "./traceTypes";
+
+/**
+ * The window asked for in the columnar layout (cheaper for the server to build and send), as rows. The
+ * schema describes the row layout, hence the reading through unknown.
+ */
+function windowFromColumns(raw: unknown): TraceWindow {
+  const window = raw as Omit<TraceWindow, "lanes"> & { lanes: Record<string, unknown>[] };
+  return {
+    ...window,
+    lanes: window.lanes.map((lane) => ({
+      tid: lane.tid as number,
+      detail: lane.detail as TraceWindow["lanes"][number]["detail"],
+      buckets: rowsFromColumns(lane.buckets),
+      operations: rowsFromColumns(lane.operations),
+      spans: rowsFromColumns(lane.spans),
+    })),
+  };
+}
 
 const base = (jobId: number): string => `/api/v1/jobs/${String(jobId)}/trace`;
 
@@ -40,8 +59,15 @@ export interface WindowParams extends TraceFilter {
 export function traceWindowQuery(jobId: number, params: WindowParams, live: boolean, enabled = true) {
   return queryOptions({
     queryKey: keys.traceWindow(jobId, params),
-    queryFn: ({ signal }) =>
-      unwrap(api.GET("/api/v1/jobs/{job_id}/trace/window", { params: { path: { job_id: jobId }, query: params }, signal })),
+    queryFn: async ({ signal }) =>
+      windowFromColumns(
+        await unwrap(
+          api.GET("/api/v1/jobs/{job_id}/trace/window", {
+            params: { path: { job_id: jobId }, query: { ...params, layout: "columns" } },
+            signal,
+          }),
+        ),
+      ),
     // While zooming, keep drawing the last window until the new one arrives instead of blanking the lanes.
     placeholderData: keepPreviousData,
     refetchInterval: live ? 2_000 : false,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import {
   commonDirectory,
+  dataDirectory,
   formatBytes,
   formatCount,
   formatDuration,
@@ -84,5 +85,15 @@ describe("commonDirectory", () => {
     [["inode:17669", "inode:17670"], ""],
   ])("%o share %s", (paths, directory) => {
     expect(commonDirectory(paths)).toBe(directory);
+  });
+});
+
+describe("dataDirectory", () => {
+  it.each([
+    [["/srv/job-1/data/ibdata1", "/srv/job-1/data/shop/orders.ibd", "/proc/self/maps", "TCP:[127.0.0.1:3306]"], "/srv/job-1/data/"],
+    [["/proc/self/maps", "/proc/self/status"], ""],
+    [["/a/x", "/b/y"], ""],
+  ])("%o: %s", (paths, directory) => {
+    expect(dataDirectory(paths)).toBe(directory);
   });
 });

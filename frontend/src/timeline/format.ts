@@ -94,3 +94,13 @@ export function commonDirectory(paths: readonly string[]): string {
   }
   return prefix.slice(0, prefix.lastIndexOf("/") + 1);
 }
+
+// System paths a server also touches; leaving them out finds the datadir the real files share.
+const SYSTEM_PREFIXES = ["/proc/", "/sys/", "/dev/", "/etc/", "/usr/", "/lib/"];
+
+/** The directory the data files share, ignoring system files and sockets; "" when it is only "/". */
+export function dataDirectory(paths: readonly string[]): string {
+  const data = paths.filter((path) => path.startsWith("/") && !SYSTEM_PREFIXES.some((prefix) => path.startsWith(prefix)));
+  const directory = commonDirectory(data);
+  return directory === "/" ? "" : directory;
+}

@@ -1,5 +1,5 @@
 import type { TraceStats } from "../../queries/traces";
-import { commonDirectory, formatBytes, formatCount, formatDuration, formatPercent, formatRate } from "../../timeline/format";
+import { dataDirectory, formatBytes, formatCount, formatDuration, formatPercent, formatRate } from "../../timeline/format";
 import { type Kind, asKind } from "../../timeline/kinds";
 import type { Palette } from "./palette";
 
@@ -104,7 +104,7 @@ function Histogram({
 export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; palette: Palette; scope: string }) {
   const threads = [...stats.threads].sort((a, b) => b.busy_pct - a.busy_pct).slice(0, 30);
   const files = [...stats.files].sort((a, b) => b.busy_us - a.busy_us).slice(0, 50);
-  const directory = commonDirectory(files.map((f) => f.path));
+  const directory = dataDirectory(files.map((f) => f.path));
   const { sequential_ops: sequential, random_ops: random, sequential_pct: sequentialPct } = stats.access;
   return (
     <>
@@ -181,7 +181,7 @@ export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; pale
                 {files.map((file) => (
                   <tr key={file.path}>
                     <td className="mono" title={file.path}>
-                      {file.path.slice(directory.length)}
+                      {directory && file.path.startsWith(directory) ? file.path.slice(directory.length) : file.path}
                     </td>
                     <td className="num">{formatCount(file.reads)}</td>
                     <td className="num">{formatCount(file.writes)}</td>
