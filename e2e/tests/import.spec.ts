@@ -107,6 +107,9 @@ test("an imported JuiceFS log (v1.2 and later) shows its lanes; a bad file is re
   await page.getByRole("button", { name: "pid 4410 (1)" }).click();
   await expect(page.getByTestId("lane-label")).toHaveCount(1);
   await expect(page).toHaveURL(/roles=pid\+4410|roles=pid%204410/);
+  // The statistics follow the filter: only that thread's busy time is listed.
+  await expect(page.getByLabel("Busy per thread")).toContainText("4410");
+  await expect(page.getByLabel("Busy per thread")).not.toContainText("4403");
   await page.getByRole("button", { name: "all roles" }).click();
   await expect(page.getByTestId("lane-label")).toHaveCount(3);
   await page.getByRole("button", { name: "Collapse pid 4403 4403" }).click();

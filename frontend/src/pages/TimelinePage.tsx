@@ -113,8 +113,15 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
       bounds !== null && width > 0,
     ),
   );
+  // The stats route filters by thread, not role: a role filter becomes the ids of its threads.
+  const roleTids =
+    roles.length > 0 ? filterLanes(summary.lanes, roles).map((lane) => lane.tid).join(",") || "-1" : undefined;
   const stats = useQuery(
-    traceStatsQuery(jobId, { ...(selection ? toApiWindow(selection) : {}), kinds: filter.kinds, path: filter.path }, live),
+    traceStatsQuery(
+      jobId,
+      { ...(selection ? toApiWindow(selection) : {}), kinds: filter.kinds, path: filter.path, tids: roleTids },
+      live,
+    ),
   );
 
   // Lanes: filtered by role, sorted, idle ones folded.
