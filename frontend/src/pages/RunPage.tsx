@@ -137,11 +137,11 @@ function Verification({ job }: { job: JobDetail }) {
 }
 
 /** What the job's IO trace holds, kept fresh while it records, with the way to the timeline. */
-function TraceFacts({ jobId }: { jobId: number }) {
-  const trace = useQuery(traceQuery(jobId));
+function TraceFacts({ jobId, active }: { jobId: number; active: boolean }) {
+  const trace = useQuery(traceQuery(jobId, active));
   if (trace.isPending) return <span className="sub">…</span>;
   if (trace.isError) {
-    return <span className="sub">{trace.error instanceof ApiError && trace.error.status === 404 ? "none recorded" : errorMessage(trace.error)}</span>;
+    return <span className="sub">{trace.error instanceof ApiError && trace.error.status === 404 ? (active ? "starts with the restore" : "none recorded") : errorMessage(trace.error)}</span>;
   }
   const summary = trace.data;
   return (
@@ -180,7 +180,7 @@ function Facts({ job }: { job: JobDetail }) {
       )}
       <dt>IO trace</dt>
       <dd>
-        <TraceFacts jobId={job.id} />
+        <TraceFacts jobId={job.id} active={isActive(job.status)} />
       </dd>
       <dt>Server</dt>
       <dd>{job.server_version ? `${job.server_flavour ?? ""} ${job.server_version}` : "–"}</dd>

@@ -12,7 +12,7 @@ import { Overview } from "../components/timeline/Overview";
 import { readPalette } from "../components/timeline/palette";
 import { KindTable, StatsPanels } from "../components/timeline/StatsPanels";
 import { useWidth } from "../components/timeline/useWidth";
-import { jobQuery } from "../queries/jobs";
+import { isActive, jobQuery } from "../queries/jobs";
 import { type TraceSummary, perfettoUrl, traceQuery, traceStatsQuery, traceWindowQuery } from "../queries/traces";
 import { formatCount, formatDuration } from "../timeline/format";
 import { CPU_STATES, KINDS, type Kind, stateColor } from "../timeline/kinds";
@@ -345,7 +345,8 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
 export function TimelinePage() {
   const jobId = Number(useParams().jobId);
   const job = useQuery(jobQuery(jobId));
-  const trace = useQuery(traceQuery(jobId));
+  const jobActive = job.data !== undefined && isActive(job.data.status);
+  const trace = useQuery(traceQuery(jobId, jobActive));
 
   const header = (
     <div className="page-head">
@@ -378,7 +379,12 @@ export function TimelinePage() {
     return (
       <>
         {header}
-        {missing ? (
+        {missing && jobActive ? (
+          <Empty title="Waiting for the capture to start">
+            The IO trace starts when the restore does (after the server is up); this page shows it as soon as it
+            exists.
+          </Empty>
+        ) : missing ? (
           <Empty title="This job has no IO trace">
             {trace.error.message} Restores record one unless launched with capture “none”; you can also{" "}
             <Link to="/import">import a JuiceFS or strace log</Link>.

@@ -33,12 +33,15 @@ function windowFromColumns(raw: unknown): TraceWindow {
 
 const base = (jobId: number): string => `/api/v1/jobs/${String(jobId)}/trace`;
 
-/** The summary; polled every 2 s while the trace is still being recorded, so the timeline grows live. */
-export function traceQuery(jobId: number) {
+/**
+ * The summary; polled every 2 s while the trace is still being recorded, so the timeline grows live, and
+ * while a job that has none yet is still active (its capture starts with the restore).
+ */
+export function traceQuery(jobId: number, jobActive = false) {
   return queryOptions({
     queryKey: keys.trace(jobId),
     queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/trace", { params: { path: { job_id: jobId } } })),
-    refetchInterval: (q) => (q.state.data?.status === "recording" ? 2_000 : false),
+    refetchInterval: (q) => (q.state.data?.status === "recording" || (jobActive && q.state.data === undefined) ? 2_000 : false),
     retry: (count, error) => !(error instanceof ApiError && error.status === 404) && count < 2,
   });
 }
