@@ -16,7 +16,7 @@ import { isActive, jobQuery } from "../queries/jobs";
 import { type TraceSummary, perfettoUrl, traceQuery, traceStatsQuery, traceWindowQuery } from "../queries/traces";
 import { formatCount, formatDuration } from "../timeline/format";
 import { CPU_STATES, KINDS, type Kind, stateColor } from "../timeline/kinds";
-import { LANE_SORTS, type LaneSort, filterLanes, foldIdle, sortLanes } from "../timeline/lanes";
+import { LANE_SORTS, type LaneSort, filterLanes, foldIdle, roleGroups, sortLanes } from "../timeline/lanes";
 import { type TimelineView, parseView, viewToParams } from "../timeline/url";
 import { type Bounds, type TimeWindow, clampWindow, panByFraction, toApiWindow, zoomAround } from "../timeline/viewport";
 
@@ -91,9 +91,14 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   }, [settledQuery, params, setParams]);
 
   const settledPath = useSettled(path, 300);
+  // Roles (or families of roles) are filtered here; the API is asked for those threads by id, up to a
+  // URL-friendly number of them (beyond that it sends every lane and the page leaves the others out).
+  const roleLanes = roles.length > 0 ? filterLanes(summary.lanes, roles) : null;
+  const roleTids =
+    roleLanes === null || roleLanes.length > 300 ? undefined : roleLanes.map((lane) => lane.tid).join(",") || "-1";
   const filter = {
     kinds: kinds.length > 0 ? kinds.join(",") : undefined,
-    roles: roles.length > 0 ? roles.join(",") : undefined,
+    tids: roleTids,
     path: settledPath || undefined,
   };
   const settledView = useSettled(view, 80);
@@ -113,9 +118,6 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
       bounds !== null && width > 0,
     ),
   );
-  // The stats route filters by thread, not role: a role filter becomes the ids of its threads.
-  const roleTids =
-    roles.length > 0 ? filterLanes(summary.lanes, roles).map((lane) => lane.tid).join(",") || "-1" : undefined;
   const stats = useQuery(
     traceStatsQuery(
       jobId,
@@ -125,7 +127,7 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   );
 
   // Lanes: filtered by role, sorted, idle ones folded.
-  const allRoles = useMemo(() => [...new Set(summary.lanes.map((l) => l.role))].sort(), [summary.lanes]);
+  const groups = useMemo(() => roleGroups(summary.lanes), [summary.lanes]);
   const { shown, folded } = foldIdle(sortLanes(filterLanes(summary.lanes, roles), sort), showIdle);
   const collapsedSet = useMemo(() => new Set(collapsed), [collapsed]);
   const hasSpans = (windowData.data?.lanes ?? []).some((l) => l.spans.length > 0);
@@ -225,12 +227,12 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
           <kbd>W</kbd>/<kbd>S</kbd> zoom · <kbd>A</kbd>/<kbd>D</kbd> pan · wheel zooms · drag pans · <kbd>Shift</kbd>+drag selects
         </span>
       </div>
-      {allRoles.length > 1 && (
+      {groups.length > 1 && (
         <div className="filters" style={{ marginBottom: 8 }} aria-label="Roles">
           <span className="sub">Threads</span>
-          {allRoles.map((role) => (
-            <button key={role} className="toggle small" aria-pressed={roles.includes(role)} onClick={() => setRoles(toggle(roles, role))}>
-              {role || "unknown"} ({summary.lanes.filter((l) => l.role === role).length})
+          {groups.map((group) => (
+            <button key={group.key} className="toggle small" aria-pressed={roles.includes(group.key)} onClick={() => setRoles(toggle(roles, group.key))}>
+              {group.key || "unknown"} ({group.count})
             </button>
           ))}
           {roles.length > 0 && (

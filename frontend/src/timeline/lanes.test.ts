@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { barAt, laneAt } from "./hit";
-import { type LaneInfo, bandAt, bandRect, filterLanes, foldIdle, laneLabel, layoutLanes, sortLanes } from "./lanes";
+import { type LaneInfo, bandAt, bandRect, boxesBetween, filterLanes, roleFamily, roleGroups, foldIdle, laneLabel, layoutLanes, sortLanes } from "./lanes";
 import { DEFAULT_VIEW, parseView, viewToParams } from "./url";
 
 const lane = (tid: number, role: string, busy: number, operations = 1, name: string | null = null): LaneInfo => ({
@@ -20,6 +20,13 @@ describe("sortLanes", () => {
     ["tid", [1, 2, 3, 4]],
   ] as const)("by %s", (by, tids) => {
     expect(sortLanes(lanes, by).map((l) => l.tid)).toEqual(tids);
+  });
+});
+
+describe("sortLanes in natural order", () => {
+  it("puts connection 9 before connection 10", () => {
+    const lanes = [lane(1, "connection 10", 0), lane(2, "connection 9", 0), lane(3, "connection 100", 0)];
+    expect(sortLanes(lanes, "role").map((l) => l.role)).toEqual(["connection 9", "connection 10", "connection 100"]);
   });
 });
 
@@ -150,5 +157,57 @@ describe("bands", () => {
     [40, null],
   ])("y=%s is in band %s", (y, track) => {
     expect(bandAt(box, y)).toBe(track);
+  });
+});
+
+describe("boxesBetween", () => {
+  const { boxes } = layoutLanes(
+    Array.from({ length: 100 }, (_, i) => i),
+    new Set(),
+    { barPx: 10, bandPx: 0, collapsedPx: 4, gapPx: 10 },
+  );
+  // Each lane is 10 px tall every 20 px, starting at y=5.
+  it.each([
+    [0, 40, [0, 1]],
+    [14, 16, [0]],
+    [15, 26, [1]],
+    [16, 24, []],
+    [1_000, 1_050, [50, 51, 52]],
+    [1_990, 5_000, [99]],
+    [5_000, 6_000, []],
+  ])("from %s to %s: lanes %o", (top, bottom, tids) => {
+    expect(boxesBetween(boxes, top, bottom).map((b) => b.tid)).toEqual(tids);
+  });
+});
+
+describe("role families and groups", () => {
+  it.each([
+    ["connection 6 (mysql)", "connection"],
+    ["mysql client (connection 6)", "mysql client"],
+    ["innodb worker", "innodb worker"],
+    ["pid 4410", "pid"],
+    ["42", "42"],
+  ])("%s is of the family %s", (role, family) => {
+    expect(roleFamily(role)).toBe(family);
+  });
+
+  it("offers each role while there are few", () => {
+    expect(roleGroups([lane(1, "pid 1", 0), lane(2, "pid 2", 0), lane(3, "pid 2", 0)])).toEqual([
+      { key: "pid 1", count: 1 },
+      { key: "pid 2", count: 2 },
+    ]);
+  });
+
+  it("offers families when roles are many", () => {
+    const many = Array.from({ length: 30 }, (_, i) => lane(i, `connection ${String(i)} (mysql)`, 0));
+    expect(roleGroups([...many, lane(99, "page cleaner", 0)])).toEqual([
+      { key: "connection", count: 30 },
+      { key: "page cleaner", count: 1 },
+    ]);
+  });
+
+  it("filters by a family as by a role", () => {
+    const lanes = [lane(1, "connection 5 (mysql)", 0), lane(2, "page cleaner", 0)];
+    expect(filterLanes(lanes, ["connection"]).map((l) => l.tid)).toEqual([1]);
   });
 });

@@ -15,18 +15,39 @@ export type LaneSort = (typeof LANE_SORTS)[number];
 export function sortLanes<T extends LaneInfo>(lanes: readonly T[], by: LaneSort): T[] {
   const byBusy = (a: T, b: T): number => b.busy_us - a.busy_us || a.tid - b.tid;
   const compare: Record<LaneSort, (a: T, b: T) => number> = {
-    role: (a, b) => a.role.localeCompare(b.role) || byBusy(a, b),
+    // Natural order: "connection 9" before "connection 10".
+    role: (a, b) => a.role.localeCompare(b.role, "en", { numeric: true }) || byBusy(a, b),
     busy: byBusy,
     tid: (a, b) => a.tid - b.tid,
   };
   return [...lanes].sort(compare[by]);
 }
 
-/** Lanes whose role is among `roles` (all when empty). */
+/**
+ * What a role is without its numbers and parentheses: "connection 6 (mysql)" -> "connection", so that a
+ * restore with 300 connections offers one filter, not 300.
+ */
+export function roleFamily(role: string): string {
+  return role.replace(/\([^)]*\)?/g, " ").replace(/\d+/g, " ").replace(/\s+/g, " ").trim() || role;
+}
+
+/** The filters to offer: each role when there are few, else each family of roles; with lane counts. */
+export function roleGroups(lanes: readonly LaneInfo[], maxGroups = 12): { key: string; count: number }[] {
+  const count = (keyOf: (role: string) => string): Map<string, number> => {
+    const counts = new Map<string, number>();
+    for (const lane of lanes) counts.set(keyOf(lane.role), (counts.get(keyOf(lane.role)) ?? 0) + 1);
+    return counts;
+  };
+  let groups = count((role) => role);
+  if (groups.size > maxGroups) groups = count(roleFamily);
+  return [...groups].map(([key, n]) => ({ key, count: n })).sort((a, b) => a.key.localeCompare(b.key, "en", { numeric: true }));
+}
+
+/** Lanes whose role, or family of roles, is among `roles` (all when empty). */
 export function filterLanes<T extends LaneInfo>(lanes: readonly T[], roles: readonly string[]): T[] {
   if (roles.length === 0) return [...lanes];
   const wanted = new Set(roles);
-  return lanes.filter((lane) => wanted.has(lane.role));
+  return lanes.filter((lane) => wanted.has(lane.role) || wanted.has(roleFamily(lane.role)));
 }
 
 /**
@@ -93,6 +114,25 @@ export function layoutLanes(
     y += height + metrics.gapPx;
   }
   return { boxes, height: Math.ceil(y - metrics.gapPx / 2) };
+}
+
+/** The boxes that overlap [top, bottom) (a scrolled viewport), found by binary search: only these are drawn. */
+export function boxesBetween(boxes: readonly LaneBox[], top: number, bottom: number): LaneBox[] {
+  let low = 0;
+  let high = boxes.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    const box = boxes[middle];
+    if (box !== undefined && box.y + box.height <= top) low = middle + 1;
+    else high = middle;
+  }
+  const out: LaneBox[] = [];
+  for (let i = low; i < boxes.length; i += 1) {
+    const box = boxes[i];
+    if (box === undefined || box.y >= bottom) break;
+    out.push(box);
+  }
+  return out;
 }
 
 /** Lanes with spans get two thin bands under the bars: CPU state on top, the server's own state below. */

@@ -4,7 +4,16 @@ import type { TraceLane, TraceWindow, WindowLane, WindowOperation } from "../../
 import { formatBytes, formatDuration, formatOffset, formatPercent } from "../../timeline/format";
 import { barAt, laneAt } from "../../timeline/hit";
 import { stateColor } from "../../timeline/kinds";
-import { BAND_TRACKS, type BandTrack, type LaneBox, bandAt, bandRect, laneLabel, layoutLanes } from "../../timeline/lanes";
+import {
+  BAND_TRACKS,
+  type BandTrack,
+  type LaneBox,
+  bandAt,
+  bandRect,
+  boxesBetween,
+  laneLabel,
+  layoutLanes,
+} from "../../timeline/lanes";
 import { type Bar, type Segment, bucketBars, operationBars, spanSegments } from "../../timeline/lod";
 import { timeTicks } from "../../timeline/ticks";
 import {
@@ -18,6 +27,7 @@ import {
   zoomAround,
 } from "../../timeline/viewport";
 import { type Palette, prepareCanvas } from "./palette";
+import { useHeight } from "./useWidth";
 
 interface BarHover {
   type: "bar";
@@ -161,6 +171,11 @@ export function Lanes(props: LanesProps) {
   const [hover, setHover] = useState<Hover | null>(null);
   const drag = useRef<Drag | null>(null);
   const [panning, setPanning] = useState(false);
+  // The canvas is only as tall as the scrolled viewport and sticks to its top; lanes out of view are not
+  // drawn, so a thousand threads cost what the visible ones do.
+  const scroller = useRef<HTMLDivElement>(null);
+  const viewportHeight = useHeight(scroller);
+  const [scrollTop, setScrollTop] = useState(0);
   const latest = useRef(props);
 
   useEffect(() => {
@@ -193,28 +208,35 @@ export function Lanes(props: LanesProps) {
     return result;
   }, [windowLanes, view, width]);
 
-  // Draw.
+  const canvasHeight = Math.max(1, viewportHeight > 0 ? Math.min(height, viewportHeight) : height);
+  const top = Math.min(scrollTop, Math.max(height - canvasHeight, 0));
+
+  // Draw the lanes in view, in lane coordinates shifted up by the scroll position.
   useEffect(() => {
     const element = canvas.current;
     if (element === null || width <= 0) return;
-    const context = prepareCanvas(element, width, Math.max(height, 1));
+    const context = prepareCanvas(element, width, canvasHeight);
     if (context === null) return;
-    boxes.forEach((box, index) => {
-      if (index % 2 === 1) {
+    context.translate(0, -top);
+    const bottom = top + canvasHeight;
+    const shown = boxesBetween(boxes, top - 4, bottom + 4);
+    const firstIndex = shown[0] === undefined ? 0 : boxes.indexOf(shown[0]);
+    for (const [offset, box] of shown.entries()) {
+      if ((firstIndex + offset) % 2 === 1) {
         context.fillStyle = palette.stripe;
         context.fillRect(0, box.y - 3, width, box.height + 6);
       }
-    });
+    }
     context.strokeStyle = palette.grid;
     context.lineWidth = 1;
     for (const tick of timeTicks(view, width, origin).ticks) {
       const x = Math.round(tick.x) + 0.5;
       context.beginPath();
-      context.moveTo(x, 0);
-      context.lineTo(x, height);
+      context.moveTo(x, top);
+      context.lineTo(x, bottom);
       context.stroke();
     }
-    for (const box of boxes) {
+    for (const box of shown) {
       for (const bar of bars.get(box.tid) ?? []) {
         context.globalAlpha = 0.3 + 0.7 * bar.busy;
         context.fillStyle = palette.kinds[bar.kind];
@@ -235,9 +257,9 @@ export function Lanes(props: LanesProps) {
       const x0 = timeToX(selection.t0, view, width);
       const x1 = timeToX(selection.t1, view, width);
       context.fillStyle = palette.selection;
-      context.fillRect(x0, 0, x1 - x0, height);
+      context.fillRect(x0, top, x1 - x0, canvasHeight);
       context.strokeStyle = palette.accent;
-      context.strokeRect(Math.round(x0) + 0.5, 0.5, Math.max(Math.round(x1 - x0) - 1, 0), height - 1);
+      context.strokeRect(Math.round(x0) + 0.5, top + 0.5, Math.max(Math.round(x1 - x0) - 1, 0), canvasHeight - 1);
     }
     if (hover !== null && hover.type === "bar") {
       const box = boxes.find((b) => b.tid === hover.tid);
@@ -247,7 +269,7 @@ export function Lanes(props: LanesProps) {
         context.strokeRect(hover.bar.x - 1, box.barY - 1, Math.max(hover.bar.w, 1) + 2, box.barHeight + 2);
       }
     }
-  }, [boxes, bars, bands, height, width, view, origin, palette, selection, hover]);
+  }, [boxes, bars, bands, canvasHeight, top, width, view, origin, palette, selection, hover]);
 
   // Wheel zoom needs a non-passive listener, which React's onWheel is not.
   useEffect(() => {
@@ -288,7 +310,15 @@ export function Lanes(props: LanesProps) {
   };
 
   return (
-    <div className="lanes-scroll" data-testid="lanes">
+    <div
+      className="lanes-scroll"
+      data-testid="lanes"
+      ref={scroller}
+      onScroll={(event) => {
+        setScrollTop(event.currentTarget.scrollTop);
+        setHover(null);
+      }}
+    >
       <div className="row">
         <div className="gutter lane-labels" style={{ height }}>
           {boxes.map((box) => {
@@ -319,11 +349,16 @@ export function Lanes(props: LanesProps) {
             );
           })}
         </div>
-        <div className="canvas-cell">
+        <div className="canvas-cell" style={{ height }}>
           <canvas
             ref={canvas}
             data-testid="lanes-canvas"
-            style={{ cursor: props.selectionMode ? "crosshair" : panning ? "grabbing" : "grab", touchAction: "none" }}
+            style={{
+              cursor: props.selectionMode ? "crosshair" : panning ? "grabbing" : "grab",
+              touchAction: "none",
+              position: "sticky",
+              top: 0,
+            }}
             onPointerDown={(event) => {
               if (event.button !== 0) return;
               event.currentTarget.setPointerCapture(event.pointerId);
@@ -338,7 +373,7 @@ export function Lanes(props: LanesProps) {
             }}
             onPointerMove={(event) => {
               const x = event.nativeEvent.offsetX;
-              const y = event.nativeEvent.offsetY;
+              const y = event.nativeEvent.offsetY + top;
               props.onPointerTime(xToTime(x, view, width));
               const current = drag.current;
               if (current === null) {
