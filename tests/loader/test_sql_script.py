@@ -108,3 +108,9 @@ def test_delimited_rows_across_blocks() -> None:
     for cut in range(1, len(data)):
         blocks = [data[:cut], data[cut:]]
         assert delimited.count_rows_in_blocks(blocks) == 3, cut
+
+
+def test_offsets_point_at_the_statement_text() -> None:
+    text = MYSQLDUMP_TRIGGER
+    for statement in split_bytewise(text):
+        assert text[statement.offset : statement.offset + len(statement.text)] == statement.text

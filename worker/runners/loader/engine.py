@@ -480,8 +480,28 @@ def _create_views(load: Load, scripts: list[Script], deferred: list[Deferred], s
 class _Batch:
     key: TableKey
     state: SessionState
-    statements: list[Statement] = field(default_factory=list)
+    statements: list[Statement] = field(default_factory=list)  # read from a compressed dump: kept in memory
+    places: list[_Place] = field(default_factory=list)  # in a plain dump: where to read them again
     size: int = 0
+
+
+@dataclass(frozen=True)
+class _Place:
+    offset: int
+    length: int
+    rows: int
+    line: int
+
+
+def _read_places(path: Path, places: list[_Place]) -> list[Statement]:
+    """The INSERT statements of a batch, read again from a plain dump (they follow each other in it)."""
+    start = places[0].offset
+    with path.open("rb") as dump:
+        dump.seek(start)
+        data = dump.read(places[-1].offset + places[-1].length - start)
+    return [
+        Statement(data[p.offset - start : p.offset - start + p.length], p.line, Kind.INSERT, p.rows) for p in places
+    ]
 
 
 def load_sql_stream(load: Load, dump: Path, database: str | None) -> LoaderOutcome:
@@ -491,6 +511,13 @@ def load_sql_stream(load: Load, dump: Path, database: str | None) -> LoaderOutco
     INSERT statements are gathered per table into chunks of about chunk_size bytes that the loading
     connections commit in parallel; views, triggers, routines and events wait for the end of the data.
     A statement of any other kind (UPDATE, ALTER ...) waits until the rows before it are in.
+
+    A plain dump is read ahead to its end at once: a chunk is only where its statements are in the file
+    (read again by the connection that loads it), so the connections can work on different tables as they
+    do for a dump directory. Two connections inserting into one table in key order wait on each other's
+    page latches: measured on sysbench INSERTs, 54-74 s for the same CPU that took 45-54 s spread over
+    tables. A compressed dump cannot be read at an offset: its chunks are kept in memory, read ahead by
+    only `threads` chunks, and the connections share the table the dump is at.
     """
     stream = _Stream(load, database)
     load.start_workers()
@@ -499,6 +526,8 @@ def load_sql_stream(load: Load, dump: Path, database: str | None) -> LoaderOutco
         with open_dump(dump) as reader:
             load.bytes_total = reader.total_bytes
             stream.reader_bytes = lambda: reader.compressed_bytes_read
+            if reader.compression == "plain":
+                stream.plain_dump = dump
             splitter = ScriptSplitter()
             for block in reader.chunks(1 << 20):
                 for statement in splitter.feed(block):
@@ -534,6 +563,7 @@ class _Stream:
         self.open_tables: list[TableKey] = []
         self.databases: list[str] = []
         self.reader_bytes: Callable[[], int] = lambda: 0
+        self.plain_dump: Path | None = None  # set when the dump can be read again at an offset
         self._accounted = 0  # compressed bytes already counted in a chunk or a control statement
         self.control.use(SessionState((), None))
         if database is not None:
@@ -621,7 +651,10 @@ class _Stream:
             self.flush()
         if self.batch is None:
             self.batch = _Batch(key, state)
-        self.batch.statements.append(statement)
+        if self.plain_dump is not None:
+            self.batch.places.append(_Place(statement.offset, len(statement.text), statement.rows, statement.line))
+        else:
+            self.batch.statements.append(statement)
         self.batch.size += len(statement.text)
         if self.batch.size >= self.load.resume.chunk_size:
             self.flush()
@@ -638,6 +671,10 @@ class _Stream:
         done = self.load.resume.chunks.get(chunk)
         if done is not None:
             self.load.counters.add(key, done[0], size)
+            return
+        if self.plain_dump is not None:
+            statements = functools.partial(_read_places, self.plain_dump, batch.places)
+            self.load.scheduler.add(SqlTask(key, size, chunk, batch.state, statements))
             return
         self.load.scheduler.add(SqlTask(key, size, chunk, batch.state, functools.partial(list, batch.statements)))
         # Read ahead only as far as the connections can use: memory stays at a few chunks.

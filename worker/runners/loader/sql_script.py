@@ -44,6 +44,7 @@ class Statement:
     rows: int = 0
     table: TableKey | None = None  # (database or None, table) of a fast-path INSERT
     delimiter: bytes = b";"
+    offset: int = 0  # where `text` starts in the whole script (a plain file's byte offset)
 
 
 # Counting rows only needs quotes (to skip strings) and opening parentheses: deleting every other byte
@@ -112,6 +113,7 @@ class ScriptSplitter:
     def __init__(self) -> None:
         self._data = b""
         self._lines_before = 0  # newlines consumed before self._data
+        self._offset = 0  # bytes consumed before self._data
         self._counted_to = 0  # newlines in self._data[:self._counted_to] are in self._counted
         self._counted = 0
         self._delimiter = b";"
@@ -140,7 +142,7 @@ class ScriptSplitter:
                 )
             text = self._data[self._start :].rstrip(_WHITESPACE)
             if text:
-                yield Statement(text, self._start_line, delimiter=self._delimiter)
+                yield Statement(text, self._start_line, delimiter=self._delimiter, offset=self._offset + self._start)
         self._data = b""
         self._mode = _Mode.BETWEEN
 
@@ -194,6 +196,7 @@ class ScriptSplitter:
         if position <= 0:
             return
         self._lines_before += self._newlines_before(position)
+        self._offset += position
         self._data = self._data[position:]
         self._counted_to, self._counted = 0, 0
         self._start -= position
@@ -284,7 +287,9 @@ class ScriptSplitter:
             if after >= len(data) and final:
                 return None, start
             search = end + 1  # that `;` ended a line inside a string (only hand-written SQL does this)
-        statement = Statement(data[start:end], self._start_line, Kind.INSERT, rows, _table_of(header))
+        statement = Statement(
+            data[start:end], self._start_line, Kind.INSERT, rows, _table_of(header), offset=self._offset + start
+        )
         return statement, after
 
     def _detect_terminator(self, data: bytes, start: int) -> bytes | None:
@@ -310,7 +315,10 @@ class ScriptSplitter:
                 if data.startswith(delimiter, position):
                     text = data[self._start : position].rstrip(_WHITESPACE)
                     self._scan, self._state = position, state
-                    return Statement(text, self._start_line, delimiter=delimiter), position + len(delimiter)
+                    statement = Statement(
+                        text, self._start_line, delimiter=delimiter, offset=self._offset + self._start
+                    )
+                    return statement, position + len(delimiter)
                 token = match.group()
                 if token in _QUOTE_STATES:
                     state = _QUOTE_STATES[token]
