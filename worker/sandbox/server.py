@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -48,6 +49,7 @@ _ERROR_LOG_TAIL_LINES = 20
 _AUTO_PORT_ATTEMPTS = 3
 _BIND_IN_USE = "Address already in use"
 _SERVER_NAMES = ("mariadbd", "mysqld")
+_INSTALL_ERROR = re.compile(r"error|fail|cannot|can't", re.IGNORECASE)
 
 
 class DatadirLayer(Protocol):
@@ -273,7 +275,8 @@ class Sandbox:
             ) from None
         if returncode != 0:
             raise SandboxError(
-                f"creating the sandbox datadir failed (exit code {returncode}); the output was:\n{_tail(install_log)}"
+                f"creating the sandbox datadir failed (exit code {returncode}); the output was:\n"
+                f"{_install_problem(install_log)}"
             )
 
     def _install_command(self) -> list[str]:
@@ -472,6 +475,16 @@ def _tail(path: Path, offset: int = 0, lines: int = _ERROR_LOG_TAIL_LINES) -> st
     except OSError:
         return f"({path} could not be read)"
     return "\n".join(text.splitlines()[-lines:]) or f"({path} is empty)"
+
+
+def _install_problem(install_log: Path) -> str:
+    """The error lines of mariadb-install-db's output: its tail is a generic help text that hides them."""
+    try:
+        lines = install_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"({install_log} could not be read)"
+    errors = [line for line in lines if _INSTALL_ERROR.search(line)][:_ERROR_LOG_TAIL_LINES]
+    return "\n".join(errors) if errors else _tail(install_log)
 
 
 def _name_value_rows(connection: pymysql.connections.Connection[Any], query: str) -> dict[str, str]:
