@@ -143,7 +143,10 @@ class Load:
     def _work(self) -> None:
         try:
             worker = Worker(self.connect(), self.counters, self.base)
-        except BaseException as error:
+        except pymysql.err.MySQLError as error:
+            self.scheduler.stop(explain(error, "the set-up of a loading connection"))
+            return
+        except BaseException as error:  # TargetUnreachable and friends: their message is for the user already
             self.scheduler.stop(error)
             return
         with self._workers_lock:

@@ -23,7 +23,6 @@ unfinished (or failed) load, and its `state` row says which dump and why it stop
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +122,3 @@ class Markers:
     def finish(self) -> None:
         with self._connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{SCHEMA}`")
-
-
-def with_markers(connect: Callable[[], Connection]) -> Markers:
-    return Markers(connect())

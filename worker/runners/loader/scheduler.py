@@ -76,7 +76,6 @@ class Claim:
     table: TableKey
     task: Task | None = None
     source: Source | None = None
-    is_after_data: bool = False
 
 
 class Scheduler:
@@ -152,7 +151,7 @@ class Scheduler:
             if table.after_data is not None and table.closed and not table.queue and table.active == 0:
                 task, table.after_data = table.after_data, None
                 table.active += 1
-                return Claim(table.key, task=task, is_after_data=True)
+                return Claim(table.key, task=task)
         candidates = [t for t in self._tables.values() if t.queue]
         if not candidates:
             return None
