@@ -1,4 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 
 import { ApiError, errorMessage } from "../api/errors";
@@ -132,6 +133,20 @@ function Verification({ job }: { job: JobDetail }) {
           </tbody>
         </table>
       </div>
+    </>
+  );
+}
+
+/** A long message (a tool's whole output) shows its start, with the rest a click away. */
+function LongText({ text, limit = 400 }: { text: string; limit?: number }) {
+  const [open, setOpen] = useState(false);
+  if (text.length <= limit) return <>{text}</>;
+  return (
+    <>
+      {open ? text : `${text.slice(0, limit)}…`}{" "}
+      <button className="small" onClick={() => setOpen(!open)}>
+        {open ? "Show less" : "Show all"}
+      </button>
     </>
   );
 }
@@ -276,7 +291,7 @@ export function RunPage() {
       {data.error && (
         <div className={`message ${data.status === "cancelled" ? "warn" : "error"}`} role="alert">
           <strong>{data.status === "cancelled" ? "The job was cancelled" : "The job failed"}</strong>
-          {data.error}
+          <LongText text={data.error} />
         </div>
       )}
       {data.status === "queued" && (
