@@ -20,6 +20,7 @@ from worker.runners.loader.statements import (
     alter_statements,
     classify,
     defer_secondary_indexes,
+    drop_statement,
     qualified,
 )
 
@@ -85,10 +86,12 @@ class Deferred:
 class Control:
     connection: Connection
     base: list[bytes]
-    defer_indexes: bool
     log: Callable[[str], None]
+    # Whether a table's secondary indexes are built after its rows (see engine.should_defer_indexes).
+    defer_indexes_for: Callable[[TableKey], bool] = lambda _key: False
     deferred: list[Deferred] = field(default_factory=list)
     index_builds: dict[TableKey, list[bytes]] = field(default_factory=dict)
+    created: dict[TableKey, bytes] = field(default_factory=dict)  # each table's CREATE TABLE, as in the dump
     database: str | None = None
     _state: SessionState | None = None
 
@@ -161,17 +164,42 @@ class Control:
 
     def plan_indexes(self, create_table: bytes, classified: Classified) -> bytes:
         """The CREATE TABLE to run; remembers the ALTER TABLE statements that add what it leaves out."""
-        if not self.defer_indexes or classified.name is None:
+        database = classified.database or self.database
+        if classified.name is None or database is None:
+            return create_table
+        key = (database, classified.name)
+        self.created[key] = create_table
+        if not self.defer_indexes_for(key):
             return create_table
         deferred = defer_secondary_indexes(create_table)
         if deferred is None:
             return create_table
-        database = classified.database or self.database
-        if database is None:
-            return create_table
-        key = (database, classified.name)
         self.index_builds[key] = alter_statements(qualified(database, classified.name), deferred)
+        self._note_deferred(key, deferred.names)
         return deferred.create_table
+
+    def _note_deferred(self, key: TableKey, names: list[bytes]) -> None:
+        listed = ", ".join(name.decode(errors="replace") for name in names)
+        self.log(f"`{key[0]}`.`{key[1]}`: secondary indexes {listed} are built after the rows")
+
+    def defer_indexes_now(self, key: TableKey, *, resuming: bool) -> bool:
+        """Take the secondary indexes off a table created with them, before its first row, to build them
+        after its last one; False when it has none to take off."""
+        create_table = self.created.get(key)
+        if create_table is None or key in self.index_builds or key[0] is None:
+            return False
+        deferred = defer_secondary_indexes(create_table)
+        if deferred is None:
+            return False
+        table = qualified(key[0], key[1])
+        try:
+            self.query(drop_statement(table, deferred))
+        except pymysql.err.MySQLError as error:
+            if not (resuming and error.args and error.args[0] == 1091):  # dropped before the load stopped
+                raise explain(error, f"the removal of the secondary indexes of {table.decode()}") from error
+        self.index_builds[key] = alter_statements(table, deferred)
+        self._note_deferred(key, deferred.names)
+        return True
 
     def run_deferred(self, item: Deferred, *, resuming: bool) -> None:
         self.use(item.state)

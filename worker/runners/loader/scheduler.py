@@ -56,6 +56,7 @@ class _Table:
     queued_bytes: int = 0
     active: int = 0  # connections working on its data now
     closed: bool = False  # no more data will be added
+    held: bool = False  # its data waits (the driver has yet to decide how the table is loaded)
     after_data: Task | None = None  # the index build, ready once the data is in
 
     def remaining(self) -> int:
@@ -100,6 +101,12 @@ class Scheduler:
         """Run `task` (an index build) once every data task of the table is done and it is closed."""
         with self._lock:
             self._table(key).after_data = task
+            self._lock.notify_all()
+
+    def hold(self, key: TableKey, held: bool = True) -> None:
+        """Keep the table's data tasks from starting (held=True) or let them start."""
+        with self._lock:
+            self._table(key).held = held
             self._lock.notify_all()
 
     def close(self, key: TableKey) -> None:
@@ -152,7 +159,7 @@ class Scheduler:
                 task, table.after_data = table.after_data, None
                 table.active += 1
                 return Claim(table.key, task=task)
-        candidates = [t for t in self._tables.values() if t.queue]
+        candidates = [t for t in self._tables.values() if t.queue and not t.held]
         if not candidates:
             return None
         table = min(candidates, key=lambda t: (t.active, -t.remaining()))

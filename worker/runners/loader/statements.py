@@ -147,6 +147,7 @@ class DeferredIndexes:
     create_table: bytes  # the CREATE TABLE statement without the deferred indexes
     add_clauses: list[bytes]  # `ADD KEY ...` clauses, one ALTER TABLE for all ordinary keys
     separate_clauses: list[bytes]  # FULLTEXT and SPATIAL keys: InnoDB adds them one at a time
+    names: list[bytes]  # the quoted names of the indexes taken out
 
 
 def defer_secondary_indexes(create_table: bytes) -> DeferredIndexes | None:
@@ -168,6 +169,7 @@ def defer_secondary_indexes(create_table: bytes) -> DeferredIndexes | None:
     kept: list[bytes] = []
     clauses: list[bytes] = []
     separate: list[bytes] = []
+    names: list[bytes] = []
     for line in lines:
         match = _INDEX_LINE.match(line)
         if match is None:
@@ -180,13 +182,14 @@ def defer_secondary_indexes(create_table: bytes) -> DeferredIndexes | None:
             continue
         clause = b"ADD " + line.strip().rstrip(b",").strip()
         (separate if match["kind"] else clauses).append(clause)
+        names.append(match["name"])
     if not clauses and not separate:
         return None
     # The line before the table options may now end with a comma it no longer needs.
     closing = next(i for i in range(1, len(kept)) if kept[i].lstrip().startswith(b")"))
     previous = closing - 1
     kept[previous] = kept[previous].rstrip().rstrip(b",")
-    return DeferredIndexes(b"\n".join(kept), clauses, separate)
+    return DeferredIndexes(b"\n".join(kept), clauses, separate, names)
 
 
 def _auto_increment_column(lines: list[bytes]) -> bytes | None:
@@ -213,6 +216,11 @@ def alter_statements(table: bytes, deferred: DeferredIndexes) -> list[bytes]:
         statements.append(b"ALTER TABLE " + table + b" " + b", ".join(deferred.add_clauses))
     statements += [b"ALTER TABLE " + table + b" " + clause for clause in deferred.separate_clauses]
     return statements
+
+
+def drop_statement(table: bytes, deferred: DeferredIndexes) -> bytes:
+    """The ALTER TABLE that takes the deferred indexes off a table created with them."""
+    return b"ALTER TABLE " + table + b" " + b", ".join(b"DROP INDEX " + name for name in deferred.names)
 
 
 def quote_name(name: str) -> str:
