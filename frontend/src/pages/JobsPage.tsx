@@ -4,7 +4,7 @@ import { Link, useNavigate, useSearchParams } from "react-router-dom";
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
 import { backupText, phaseText, targetText } from "../components/jobText";
 import { backupRootsQuery } from "../queries/backups";
-import { JOB_STATUSES, type Job, isActive, jobsQuery } from "../queries/jobs";
+import { JOBS_PER_PAGE, JOB_STATUSES, type Job, isActive, jobsQuery } from "../queries/jobs";
 import { formatRate, formatSeconds } from "../timeline/format";
 
 const KINDS = ["restore", "import"];
@@ -58,17 +58,26 @@ export function JobsPage() {
   const [params, setParams] = useSearchParams();
   const status = params.getAll("status");
   const kind = params.get("kind") ?? "";
-  const jobs = useQuery(jobsQuery({ status, kind }));
+  const offset = Math.max(0, Number(params.get("offset") ?? 0) || 0);
+  const jobs = useQuery(jobsQuery({ status, kind, offset }));
   const roots = useQuery(backupRootsQuery());
 
+  const setOffset = (value: number): void => {
+    const next = new URLSearchParams(params);
+    if (value > 0) next.set("offset", String(value));
+    else next.delete("offset");
+    setParams(next, { replace: true });
+  };
   const toggleStatus = (value: string): void => {
     const next = new URLSearchParams(params);
+    next.delete("offset");
     next.delete("status");
     for (const s of status.includes(value) ? status.filter((x) => x !== value) : [...status, value]) next.append("status", s);
     setParams(next, { replace: true });
   };
   const setKind = (value: string): void => {
     const next = new URLSearchParams(params);
+    next.delete("offset");
     if (value) next.set("kind", value);
     else next.delete("kind");
     setParams(next, { replace: true });
@@ -156,6 +165,23 @@ export function JobsPage() {
                 ))}
               </tbody>
             </table>
+            {jobs.data.count > JOBS_PER_PAGE && (
+              <div className="filters" style={{ marginTop: 8 }}>
+                <span className="sub">
+                  {offset + 1}–{offset + jobs.data.data.length} of {jobs.data.count}
+                </span>
+                <button className="small" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - JOBS_PER_PAGE))}>
+                  Newer
+                </button>
+                <button
+                  className="small"
+                  disabled={offset + JOBS_PER_PAGE >= jobs.data.count}
+                  onClick={() => setOffset(offset + JOBS_PER_PAGE)}
+                >
+                  Older
+                </button>
+              </div>
+            )}
           </div>
         )}
       </div>

@@ -1,6 +1,6 @@
 /** Jobs: the list, one job, its server snapshots, its live events, and the actions on it. */
 
-import { queryOptions, useMutation, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, queryOptions, useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 
 import { type Schemas, api, unwrap } from "../api/client";
@@ -21,7 +21,10 @@ export function isActive(status: string): boolean {
 export interface JobFilters {
   status: string[];
   kind: string;
+  offset: number;
 }
+
+export const JOBS_PER_PAGE = 100;
 
 /** Jobs newest first; polled every 2 s while any listed job is queued or running. */
 export function jobsQuery(filters: JobFilters) {
@@ -30,10 +33,18 @@ export function jobsQuery(filters: JobFilters) {
     queryFn: () =>
       unwrap(
         api.GET("/api/v1/jobs", {
-          params: { query: { status: filters.status.length > 0 ? filters.status : undefined, kind: filters.kind || undefined, limit: 200 } },
+          params: {
+            query: {
+              status: filters.status.length > 0 ? filters.status : undefined,
+              kind: filters.kind || undefined,
+              offset: filters.offset,
+              limit: JOBS_PER_PAGE,
+            },
+          },
         }),
       ),
     refetchInterval: (query) => (query.state.data?.data.some((job) => isActive(job.status)) ? 2_000 : 15_000),
+    placeholderData: keepPreviousData,
   });
 }
 
