@@ -91,7 +91,7 @@ function Histogram({
             </svg>
             <div className="sub" style={{ display: "flex", justifyContent: "space-between", fontSize: 10, width: `${String(Math.max(used.length * barWidth, 30))}%` }}>
               <span>≤ {used[0] ? bound(used[0].bound) : ""}</span>
-              <span>≤ {used[used.length - 1] ? bound(used[used.length - 1]?.bound ?? 0) : ""}</span>
+              {used.length > 1 && <span>≤ {bound(used[used.length - 1]?.bound ?? 0)}</span>}
             </div>
           </div>
         );
