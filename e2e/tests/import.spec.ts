@@ -40,7 +40,12 @@ test("an imported JuiceFS log (before v1.2) shows its lanes, zooms, hovers and s
   for (let i = 0; i < 5; i += 1) await page.mouse.wheel(0, -200);
   await expect(page.getByTestId("window-span")).not.toHaveText(spanBefore ?? "");
   await expect(page).toHaveURL(/[?&]w=\d+-\d+/);
-  // Keyboard as in Perfetto: S zooms back out a little.
+  // Keyboard as in Perfetto: D pans later in time (the window in the URL moves), S zooms back out a little.
+  const windowParam = async (): Promise<string | null> => new URL(page.url()).searchParams.get("w");
+  const before = await windowParam();
+  await page.keyboard.press("d");
+  await expect.poll(windowParam).not.toBe(before);
+  await page.keyboard.press("a");
   const zoomedSpan = await page.getByTestId("window-span").textContent();
   await page.keyboard.press("s");
   await expect(page.getByTestId("window-span")).not.toHaveText(zoomedSpan ?? "");
