@@ -17,6 +17,7 @@ worker/capture/aio_cost.json, which jobs quote when they switch AIO mode for a c
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -54,12 +55,25 @@ class _NoSink:
     def add_counters(self, samples: object) -> None: ...
 
 
-def restore_once(dump: Path, name: str, backend: str, aio_mode: str | None, log: Callable[[str], None]) -> float:
-    """Seconds the restore itself took, captured by backend into a real trace."""
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (server, client, tracers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def restore_once(
+    dump: Path, name: str, backend: str, aio_mode: str | None, log: Callable[[str], None]
+) -> tuple[float, float]:
+    """(seconds the restore itself took, CPU seconds of the whole run), captured by backend into a real trace.
+
+    The CPU time covers server start to teardown, tracers and this process's reading of their output
+    included: unlike wall time it hardly moves with the load of a shared machine."""
+    cpu_before = cpu_seconds()
     slug = name.replace(", ", "-").replace(" ", "-")
     trace_dir = OUT / "traces" / slug
     writer = TraceWriter(trace_dir) if backend != "none" else None
     sink: TraceSink = writer if writer is not None else _NoSink()
+    shutil.rmtree(OUT / "work" / f"capture-{slug}", ignore_errors=True)  # left by an interrupted run
     processes = ProcessGroup()
     capture = JobCapture(sink, CapturePlan(backend, backend), processes, log)
     options = capture.sandbox_options(ServerOptions.model_validate({"aio_mode": aio_mode}))
@@ -95,7 +109,7 @@ def restore_once(dump: Path, name: str, backend: str, aio_mode: str | None, log:
         processes.kill()
     if capture.error:
         raise SystemExit(f"{name}: the capture failed: {capture.error}")
-    return seconds
+    return seconds, cpu_seconds() - cpu_before
 
 
 def main() -> None:
@@ -112,16 +126,18 @@ def main() -> None:
     print(f"dump: {dump} ({dump.stat().st_size / 1e6:.0f} MB)", flush=True)
     runs = [run for run in RUNS if not args.only or run[0] in args.only.split(",")]
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+    cpu_times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     notes: list[str] = []
     loads: list[float] = []  # the machine may be shared: say how busy it was
     for round_no in range(args.rounds):
         # Rotate the order each round, so a drift in the machine's load does not favour one run.
         shift = round_no % len(runs)
         for name, backend, aio_mode in runs[shift:] + runs[:shift]:
-            seconds = restore_once(dump, name, backend, aio_mode, notes.append)
+            seconds, cpu = restore_once(dump, name, backend, aio_mode, notes.append)
             times[name].append(seconds)
+            cpu_times[name].append(cpu)
             loads.append(os.getloadavg()[0])
-            print(f"round {round_no + 1}: {name:20s} {seconds:7.1f} s", flush=True)
+            print(f"round {round_no + 1}: {name:20s} {seconds:7.1f} s   CPU {cpu:6.1f} s", flush=True)
 
     median = {name: statistics.median(values) for name, values in times.items() if values}
     print()
@@ -132,9 +148,14 @@ def main() -> None:
     print(f"load average during the runs: median {statistics.median(loads):.1f} on {os.cpu_count()} CPUs")
     base = median.get("untraced")
     goals = {"ebpf": "goal <= 1.05x", "strace": "goal <= 1.5x", "fuse": "as measured"}
+    cpu_median = {name: statistics.median(values) for name, values in cpu_times.items() if values}
+    cpu_base = cpu_median.get("untraced")
+    print(f"  {'':20s} {'restore':>9s}   {'ratio':>7s}   {'CPU, whole run':>14s}   {'ratio':>7s}")
     for name, seconds in median.items():
         ratio = f"{seconds / base:.3f}x" if base else "-"
-        print(f"  {name:20s} {seconds:7.1f} s   {ratio:>7s}   {goals.get(name, '')}")
+        cpu_ratio = f"{cpu_median[name] / cpu_base:.3f}x" if cpu_base else "-"
+        goal = goals.get(name, "")
+        print(f"  {name:20s} {seconds:7.1f} s   {ratio:>7s}   {cpu_median[name]:12.1f} s   {cpu_ratio:>7s}   {goal}")
     if "strace" in median and "untraced, aio" in median:
         print(f"  strace over an untraced libaio restore: {median['strace'] / median['untraced, aio']:.3f}x")
     aio = {
