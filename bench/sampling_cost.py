@@ -169,7 +169,8 @@ def main() -> None:
             label = "sampled" if with_sampling else "plain  "
             detail = f"   {describe(run.sampled)}" if run.sampled else ""
             print(
-                f"round {round_no + 1}: {label} {run.seconds:7.1f} s, restore CPU {run.cpu_s:6.1f} s{detail}",
+                f"round {round_no + 1}: {label} {run.seconds:7.1f} s, restore CPU {run.cpu_s:6.1f} s, "
+                f"server waited for a CPU {run.server_wait_s:6.1f} s{detail}",
                 flush=True,
             )
 
