@@ -477,6 +477,9 @@ class ProcReader:
 # and the last batch also has "cpu_s" (this process's CPU time) and "schedstat" (false: tick fallback).
 
 BATCH_EVERY_S = 1.0
+# The sampler yields to the work it watches when CPUs are short: under contention its rounds come late
+# (counted, and the spans just get coarser) instead of taking CPU time from the restore.
+SAMPLER_NICE = 10
 _THREADS_EVERY_BATCHES = 5
 
 
@@ -622,4 +625,5 @@ def main(argv: list[str] | None = None) -> None:
         pids=[int(pid) for pid in args.pids.split(",") if pid],
         max_span_us=args.max_span_us,
     )
+    os.nice(SAMPLER_NICE)
     SamplerProcess(options, sys.stdout).run()

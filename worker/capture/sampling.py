@@ -8,10 +8,11 @@ What runs while the block runs:
 - a small child process (worker.capture.cpu_sampler.main) reads /proc every `interval_s` (default
   20 ms): the threads of the watched processes -> "cpu" spans (worker.capture.cpu_sampler), and every
   `machine_interval_s` /proc/stat and /proc/diskstats -> "cpu.*" and "disk.*" counters
-  (worker.capture.machine). It is a process, not a thread, because of the GIL: every pread releases and
-  retakes it, and next to a busy Python thread of the worker (the dump feeder's row counting, a trace
-  parser) each retake waits up to the 5 ms switch interval, so a 20 ms round came out 50-100 ms late and
-  slowed that thread too.
+  (worker.capture.machine). It runs at nice 10, so it yields to the restore when CPUs are short (its
+  rounds then come late, which the report counts). It is a process, not a thread, because of the GIL:
+  every pread releases and retakes it, and next to a busy Python thread of the worker (the dump feeder's
+  row counting, a trace parser) each retake waits up to the 5 ms switch interval, so a 20 ms round came
+  out 50-100 ms late and slowed that thread too.
 - a relay thread in this process passes `pids()` to the child (about every 0.1 s, so processes started
   later are picked up) and the child's batches (JSON lines, about once a second) to the sink.
 - a server thread, every `server_interval_s` (default 0.5 s), on its own connection from `connect()`:
