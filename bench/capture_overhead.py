@@ -10,7 +10,7 @@ the restore itself is timed (server start, shutdown and the trace's compaction a
 
 Goals: eBPF <= 1.05x, strace <= 1.5x (over the untraced restore with server defaults); FUSE as measured.
 strace runs InnoDB on libaio (it cannot see io_uring), so its ratio includes that switch; the ratio over
-an untraced libaio restore is printed too. --save writes the AIO-mode times to
+an untraced libaio restore is printed too. --save appends the AIO-mode times to
 worker/capture/aio_cost.json, which jobs quote when they switch AIO mode for a capture.
 """
 
@@ -166,20 +166,19 @@ def main() -> None:
     if all(aio.values()):
         print("\nAIO mode (untraced): " + ", ".join(f"{mode} {value:.1f} s" for mode, value in aio.items()))
         if args.save:
-            AIO_COST_FILE.write_text(
-                json.dumps(
-                    {
-                        "restore_seconds": {mode: round(value or 0, 2) for mode, value in aio.items()},
-                        "dataset": f"sysbench {args.tables} x {args.rows} rows, mysql client, median of {args.rounds}",
-                        "measured_on": datetime.now(UTC).date().isoformat(),
-                        "rounds": args.rounds,
-                        "conditions": f"load average {statistics.median(loads):.1f} during the runs, "
-                        f"on {os.cpu_count()} CPUs",
-                    },
-                    indent=2,
-                )
-                + "\n"
-            )
+            run = {
+                "restore_seconds": {mode: round(value or 0, 2) for mode, value in aio.items()},
+                "dataset": f"sysbench {args.tables} x {args.rows} rows, mysql client, median of {args.rounds}",
+                "measured_on": datetime.now(UTC).date().isoformat(),
+                "rounds": args.rounds,
+                "conditions": f"load average {statistics.median(loads):.1f} during the runs, on {os.cpu_count()} CPUs",
+            }
+            try:
+                runs = json.loads(AIO_COST_FILE.read_text())["runs"]
+            except (OSError, ValueError, KeyError):
+                runs = []
+            # Every run is kept: on a shared machine one run alone can mislead, and jobs quote them all.
+            AIO_COST_FILE.write_text(json.dumps({"runs": [*runs, run]}, indent=2) + "\n")
             print(f"saved to {AIO_COST_FILE}")
     ok = (not base) or all(
         median[name] / base <= limit for name, limit in (("ebpf", 1.05), ("strace", 1.5)) if name in median

@@ -95,20 +95,24 @@ def test_each_backend_runs_innodb_with_an_aio_mode_it_sees(
 
 
 def test_aio_switch_note_shows_the_measured_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = {
+        "restore_seconds": {"io_uring": 50.0, "aio": 52.5, "off": 60.0},
+        "dataset": "sysbench 4 x 1000000 rows",
+        "measured_on": "2026-11-22",
+    }
     measured = tmp_path / "aio_cost.json"
-    measured.write_text(
-        json.dumps(
-            {
-                "restore_seconds": {"io_uring": 50.0, "aio": 52.5, "off": 60.0},
-                "dataset": "sysbench 4 x 1000000 rows",
-                "measured_on": "2026-11-22",
-            }
-        )
-    )
+    measured.write_text(json.dumps({"runs": [run]}))
     monkeypatch.setattr(selection, "AIO_COST_FILE", measured)
     assert selection.aio_switch_note("strace", "io_uring", "aio") == (
         "AIO switched from io_uring to aio so strace can see page IO; on this machine that changed restore time "
         "by +5% (bench/capture_overhead.py, sysbench 4 x 1000000 rows, 2026-11-22)"
+    )
+    second = {**run, "restore_seconds": {"io_uring": 50.0, "aio": 40.0, "off": 50.0}}
+    measured.write_text(json.dumps({"runs": [run, second]}))
+    assert selection.aio_switch_note("strace", "io_uring", "aio") == (
+        "AIO switched from io_uring to aio so strace can see page IO; on this machine that changed restore time "
+        "by +5%, -20% in 2 measured runs (bench/capture_overhead.py, sysbench 4 x 1000000 rows, 2026-11-22; "
+        "runs that disagree this much are within the machine's noise)"
     )
     monkeypatch.setattr(selection, "AIO_COST_FILE", tmp_path / "missing.json")
     assert selection.aio_switch_note("strace", "io_uring", "aio").endswith(

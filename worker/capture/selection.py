@@ -162,25 +162,36 @@ def aio_mode_of(variables: dict[str, str]) -> AioMode:
 
 
 def aio_switch_note(backend: str, asked: AioMode, mode: AioMode) -> str:
-    """The log line of an AIO switch, with the restore-time change measured on this machine."""
+    """The log line of an AIO switch, with the restore-time changes measured on this machine."""
     head = f"AIO switched from {asked} to {mode} so {backend} can see page IO"
-    cost = measured_aio_change(asked, mode)
-    if cost is None:
+    measured = measured_aio_changes(asked, mode)
+    if not measured:
         return f"{head}; its effect on restore time has not been measured here yet (run bench/capture_overhead.py)"
-    percent, measured = cost
-    return f"{head}; on this machine that changed restore time by {percent:+.0f}% ({measured})"
+    changes, source = measured
+    if len(changes) == 1:
+        return f"{head}; on this machine that changed restore time by {changes[0]:+.0f}% ({source})"
+    listed = ", ".join(f"{change:+.0f}%" for change in changes)
+    return (
+        f"{head}; on this machine that changed restore time by {listed} in {len(changes)} measured runs "
+        f"({source}; runs that disagree this much are within the machine's noise)"
+    )
 
 
-def measured_aio_change(asked: str, mode: str, path: Path | None = None) -> tuple[float, str] | None:
-    """(percent change of restore time from asked to mode, where and when it was measured), if measured."""
+def measured_aio_changes(asked: str, mode: str, path: Path | None = None) -> tuple[list[float], str] | None:
+    """(percent change of restore time from asked to mode in each measured run, where it was measured)."""
     try:
         data = json.loads((path or AIO_COST_FILE).read_text())
-        seconds = data["restore_seconds"]
-        before, after = float(seconds[asked]), float(seconds[mode])
-    except (OSError, ValueError, KeyError, TypeError):
+        runs = data["runs"]
+        changes = [
+            float(run["restore_seconds"][mode]) / float(run["restore_seconds"][asked]) * 100 - 100 for run in runs
+        ]
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
-    source = f"bench/capture_overhead.py, {data.get('dataset', 'sysbench dump')}, {data.get('measured_on', '')}"
-    return (after / before - 1) * 100, source.rstrip(", ")
+    if not changes:
+        return None
+    last = runs[-1]
+    source = f"bench/capture_overhead.py, {last.get('dataset', 'sysbench dump')}, {last.get('measured_on', '')}"
+    return changes, source.rstrip(", ")
 
 
 def mariabackup_aio_options(backend: str) -> list[str]:
