@@ -89,13 +89,14 @@ class InodePaths:
         """Names the log itself gives: a create's new inode, a rename's new name (before any rescan sees them)."""
         created = _CREATED.search(line)
         if created:
-            parent = self._lookup(int(created.group(1)))
+            parent = self._lookup(int(created.group(1)), force=True)
             if parent is not None:
                 self._paths[int(created.group(3))] = f"{parent}/{created.group(2)}"
             return
         renamed = _RENAMED.search(line)
         if renamed:
-            old_parent, new_parent = self._lookup(int(renamed.group(1))), self._lookup(int(renamed.group(3)))
+            old_parent = self._lookup(int(renamed.group(1)), force=True)
+            new_parent = self._lookup(int(renamed.group(3)), force=True)
             if old_parent is None or new_parent is None:
                 return
             old, new = f"{old_parent}/{renamed.group(2)}", f"{new_parent}/{renamed.group(4)}"
@@ -103,9 +104,10 @@ class InodePaths:
                 if path == old:
                     self._paths[inode] = new
 
-    def _lookup(self, inode: int) -> str | None:
+    def _lookup(self, inode: int, force: bool = False) -> str | None:
+        """force: rescan even within the interval (a create names a directory that must exist: worth a look)."""
         found = self._paths.get(inode)
-        if found is None and time.monotonic() - self._last_scan >= self.RESCAN_INTERVAL_S:
+        if found is None and (force or time.monotonic() - self._last_scan >= self.RESCAN_INTERVAL_S):
             self._scan()
             found = self._paths.get(inode)
         return found

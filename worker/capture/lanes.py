@@ -25,8 +25,8 @@ from app.traces.records import Lane, TraceSink
 log = logging.getLogger("restorescope.capture")
 
 REFRESH_INTERVAL_S = 1.0
-BURST_S = 3.0
-BURST_INTERVAL_S = 0.05
+BURST_S = 2.0
+BURST_INTERVAL_S = 0.02
 
 # performance_schema thread names (the part after "thread/") -> the role a DBA reads.
 _SERVER_ROLES = {
@@ -228,6 +228,8 @@ class LaneNamer:
                 if thread is None and known is not None and known.name.startswith("thread/"):
                     continue  # named by performance_schema before: /proc alone knows less, keep that name
                 lane = _with_earlier_connections(lane, known)
+                if known is not None and known.connection_id is not None and lane.connection_id is None:
+                    continue  # a client that has disconnected and is exiting: it keeps its connection's name
                 if known != lane:
                     self._named[tid] = lane
                     self._sink.set_lane(lane)
