@@ -159,6 +159,7 @@ class Dumps:
     mydumper_010: Path
     mydumper_1x: Path
     mydumper_1x_load_data: Path
+    mydumper_1x_gzip: Path
     mysqlsh: Path
     extra: dict[str, Path] = field(default_factory=dict)
 
@@ -232,9 +233,22 @@ def dumps(source: Server, tmp_path_factory: pytest.TempPathFactory) -> Dumps:
     write_mydumper_dump(mydumper_1x, SCHEMA, tables, objects, rows_per_chunk=3000)
     mydumper_1x_load_data = root / "shop-mydumper-1x-load-data"
     write_mydumper_dump(mydumper_1x_load_data, SCHEMA, tables, objects, rows_per_chunk=3000, load_data=True)
+    mydumper_1x_gzip = root / "shop-mydumper-1x-gzip"
+    write_mydumper_dump(mydumper_1x_gzip, SCHEMA, tables, objects, rows_per_chunk=3000, compression="gz")
     mysqlsh = root / "shop-mysqlsh"
     write_mysqlsh_dump(mysqlsh, SCHEMA, tables, objects, bytes_per_chunk=200_000)
-    return Dumps(root, sql, sql_zst, sql_no_database, tab, mydumper_010, mydumper_1x, mydumper_1x_load_data, mysqlsh)
+    return Dumps(
+        root,
+        sql,
+        sql_zst,
+        sql_no_database,
+        tab,
+        mydumper_010,
+        mydumper_1x,
+        mydumper_1x_load_data,
+        mydumper_1x_gzip,
+        mysqlsh,
+    )
 
 
 def copy_dump(path: Path, into: Path) -> Path:

@@ -113,3 +113,43 @@ def row_end_in_blocks(blocks: list[bytes], index: int, position: int) -> int | N
         if backslashes % 2 == 0:
             return newline + 1
         position = newline + 1
+
+
+# --- rows as INSERT statements ----------------------------------------------------------------------
+
+INSERT_STATEMENT_BYTES = 1 << 20  # like mysqldump's extended INSERTs: far below any max_allowed_packet
+
+
+def insert_statements(blocks: list[bytes], header: bytes) -> list[bytes]:
+    """Default-dialect rows (whole rows, in blocks) as `header` + VALUES lists of about 1 MB each.
+
+    Why: LOAD DATA takes InnoDB's table-level AUTO-INC lock until it ends (innodb_autoinc_lock_mode=1, the
+    default, which needs a restart to change), even when every row gives its id, so two connections loading
+    one table with an AUTO_INCREMENT column take turns; multi-row INSERTs only take a short mutex.
+
+    Done with a handful of bytes.replace passes (about 180 MB/s here): raw NUL never appears in this
+    dialect (it is written \\0), so it marks the escapes that must survive while unescaped tabs and
+    newlines become the `','` and `'),(` of the VALUES list. Every value becomes a string literal (the
+    server converts '42' for an INT column as it converts the text of LOAD DATA); \\N becomes NULL.
+    """
+    data = b"".join(blocks)
+    statements = []
+    position, length = 0, len(data)
+    while position < length:
+        end = row_end_at_or_after(data, min(position + INSERT_STATEMENT_BYTES, length) - 1) or length
+        statements.append(header + _values(data[position:end]))
+        position = end
+    return statements
+
+
+def _values(rows: bytes) -> bytes:
+    body = rows[:-1] if rows.endswith(b"\n") else rows
+    if b"\\" in body:
+        body = body.replace(b"\\\\", b"\x00s").replace(b"\\\t", b"\x00t").replace(b"\\\n", b"\x00n")
+        body = body.replace(b"\\'", b"'")  # an escaped quote is a quote (escaped again just below)
+    body = b"('" + body.replace(b"'", b"\\'").replace(b"\t", b"','").replace(b"\n", b"'),\n('") + b"')"
+    if b"'\\N'" in body:
+        body = body.replace(b"'\\N'", b"NULL")
+    if b"\x00" in body:
+        body = body.replace(b"\x00s", b"\\\\").replace(b"\x00t", b"\\\t").replace(b"\x00n", b"\\\n")
+    return body

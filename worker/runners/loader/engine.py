@@ -34,7 +34,14 @@ from worker.runners.loader.plan import DataFile, DataKind, DumpPlan, LayoutError
 from worker.runners.loader.scheduler import Scheduler, Source, Task
 from worker.runners.loader.session import SessionState
 from worker.runners.loader.sql_script import Kind, ScriptError, ScriptSplitter, Statement, TableKey
-from worker.runners.loader.statements import Action, classify, qualified
+from worker.runners.loader.statements import (
+    Action,
+    classify,
+    column_names,
+    has_auto_increment,
+    qualified,
+    quote_name,
+)
 from worker.runners.loader.tasks import (
     ChunkError,
     Counters,
@@ -112,6 +119,7 @@ class Load:
         self._workers_lock = threading.Lock()
         self._phase_started = time.monotonic()
         self.seconds_by_phase: dict[str, float] = {}
+        self.inserts_noted: set[TableKey] = set()
         self.connection = connect()
         self.base = base_session_statements(self.connection, on_log)
         self.control = Control(self.connection, self.base, on_log)
@@ -385,8 +393,10 @@ def load_plan(load: Load, plan: DumpPlan) -> LoaderOutcome:
             continue
         load.prepare_table(key)
         state = base_state.with_database(table.database)
+        # Bigger than one connection's share: several connections will load it at the same time.
+        shared = not should_defer_indexes(table.data_bytes, plan.data_bytes, threads)
         for file in table.data:
-            work = _source_for(load, key, file, state)
+            work = _source_for(load, key, file, state, shared)
             if work is not None:
                 load.scheduler.add(work)
         load.scheduler.after_data(key, load.table_done_task(key))
@@ -412,12 +422,32 @@ def load_plan(load: Load, plan: DumpPlan) -> LoaderOutcome:
     return load.finish(plan.format, plan.databases, plan.warnings)
 
 
-def _source_for(load: Load, key: TableKey, file: DataFile, state: SessionState) -> Task | Source | None:
+def _insert_header(load: Load, key: TableKey, file: DataFile, shared: bool) -> bytes | None:
+    """INSERT INTO ... VALUES for a table several connections load at once that has an AUTO_INCREMENT
+    column: its LOAD DATA statements would take turns (see delimited.insert_statements). None: LOAD DATA."""
+    create_table = load.control.created.get(key)
+    if not shared or create_table is None or file.decode_columns or not has_auto_increment(create_table):
+        return None
+    columns = list(file.columns) if file.columns else column_names(create_table)
+    if not columns or key[0] is None:
+        return None
+    listed = ", ".join(quote_name(c) for c in columns)
+    if key not in load.inserts_noted:
+        load.inserts_noted.add(key)
+        load.on_log(
+            f"`{key[0]}`.`{key[1]}`: rows sent as INSERT statements, so several connections can load it at once "
+            "(LOAD DATA holds its AUTO_INCREMENT lock until it ends)"
+        )
+    return f"INSERT INTO {qualified(key[0], key[1]).decode()} ({listed}) VALUES\n".encode()
+
+
+def _source_for(load: Load, key: TableKey, file: DataFile, state: SessionState, shared: bool) -> Task | Source | None:
     """How a data file is loaded: cut into chunks while it is read, or (a dialect whose rows cannot be
     found without parsing) whole, in one transaction. None when a resumed load already has it."""
     chunk_size, done, prefix = load.resume.chunk_size, load.resume.chunks, _name(key)
     if file.kind is DataKind.DELIMITED and file.splittable:
-        return DelimitedSource(key, file, chunk_size, state, done, load.counters, prefix)
+        header = _insert_header(load, key, file, shared)
+        return DelimitedSource(key, file, chunk_size, state, done, load.counters, prefix, header)
     if file.kind is DataKind.DELIMITED:
         chunk = f"{prefix}#{file.path.name}"
         if chunk in done:

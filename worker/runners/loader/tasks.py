@@ -257,9 +257,13 @@ class DelimitedTask:
     file: DataFile
     session: SessionState
     piece: list[bytes] | None = None  # the chunk's rows as read, in blocks; None: stream the whole file
+    # "INSERT INTO `db`.`t` (...) VALUES\n": load the rows as INSERTs (see delimited.insert_statements)
+    insert_header: bytes | None = None
 
     def run(self, worker: Worker) -> int:
         worker.use(self.session)
+        if self.insert_header is not None and self.piece is not None:
+            return self._run_as_inserts(worker, self.piece, self.insert_header)
 
         def load() -> int:
             data: Iterable[bytes] = self.piece if self.piece is not None else read_file(self.file.path)
@@ -277,6 +281,29 @@ class DelimitedTask:
             return affected
 
         rows = in_transaction(worker, self.chunk, self.size, load)
+        _log_warnings(worker, self.chunk)
+        worker.counters.add(self.table, rows, self.size)
+        return rows
+
+    def _run_as_inserts(self, worker: Worker, piece: list[bytes], header: bytes) -> int:
+        statements = delimited.insert_statements(piece, header)
+
+        def load() -> int:
+            # The rows are in the file's character set: literals of that set, as LOAD DATA's CHARACTER SET.
+            worker.connection.query(f"SET NAMES {self.file.character_set}".encode())
+            for statement in statements:
+                try:
+                    worker.connection.query(statement)
+                except pymysql.err.MySQLError as error:
+                    if error.args and error.args[0] in _RETRYABLE:
+                        raise
+                    raise explain(error, f"the rows of {self.file.path.name} (chunk {self.chunk})") from error
+            return delimited.count_rows_in_blocks(piece)
+
+        try:
+            rows = in_transaction(worker, self.chunk, self.size, load)
+        finally:
+            worker.forget_session()
         _log_warnings(worker, self.chunk)
         worker.counters.add(self.table, rows, self.size)
         return rows
@@ -427,6 +454,7 @@ class DelimitedSource:
         done: dict[str, tuple[int, int]],
         counters: Counters,
         prefix: str,
+        insert_header: bytes | None = None,
     ) -> None:
         self.table = table
         self._prefix_name = f"{prefix}#{file.path.name}"
@@ -435,6 +463,7 @@ class DelimitedSource:
         self._session = session
         self._done = done
         self._counters = counters
+        self._insert_header = insert_header
         self._lock = threading.Lock()
         self._blocks: Iterator[bytes] | None = None
         self._reader_bytes = 0
@@ -465,7 +494,7 @@ class DelimitedSource:
                     rows, _ = self._done[chunk]
                     self._counters.add(self.table, rows, size)
                     continue
-                return DelimitedTask(self.table, size, chunk, self._file, self._session, piece)
+                return DelimitedTask(self.table, size, chunk, self._file, self._session, piece, self._insert_header)
 
     def _account_rest(self) -> None:
         """Bytes no chunk covered (an empty file, the end of a compressed stream) still count as done."""
