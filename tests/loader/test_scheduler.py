@@ -69,3 +69,17 @@ def test_stop_ends_every_claim() -> None:
     scheduler.stop(RuntimeError("boom"))
     assert scheduler.claim() is None
     assert str(scheduler.error) == "boom"
+
+
+def test_a_connection_keeps_to_its_table_until_it_is_done() -> None:
+    scheduler = Scheduler()
+    for name in ("a", "b", "c"):
+        for _ in range(3):
+            scheduler.add(FakeTask(key(name), 10))
+    scheduler.close_all()
+
+    first, second = claimed(scheduler), claimed(scheduler)
+    assert {first.table, second.table} == {key("a"), key("b")}
+    scheduler.release(first)
+    # c has more left than a, but a is started and nobody works on it: finish it first.
+    assert claimed(scheduler).table == first.table

