@@ -1,0 +1,1 @@
+"""Prometheus metrics, read from the job store and Redis at scrape time."""
