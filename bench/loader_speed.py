@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -169,6 +171,14 @@ def _dump(source: Sandbox, dataset: Dataset, target: Path) -> None:
 class Measurement:
     wall_s: float
     server_cpu_s: float  # CPU the sandbox server used: less sensitive than wall time to other load here
+    client_cpu_s: float  # CPU of the restoring side: our loader's process, or the tool's processes
+    load_average: float  # the machine's 1-minute load average when the restore ended
+
+
+def client_cpu_seconds() -> float:
+    """CPU of this process (our loader runs in it) and of the finished child processes (the tools)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def server_cpu_seconds(pid: int) -> float:
@@ -180,11 +190,12 @@ def timed(name: str, restore: Callable[[Sandbox], None]) -> Measurement:
     """Wall and server CPU seconds of `restore` into a fresh server-defaults sandbox (start not counted)."""
     with sandbox(f"loader-speed-{name}") as server:
         assert server.pid is not None
-        cpu_before = server_cpu_seconds(server.pid)
+        cpu_before, client_before = server_cpu_seconds(server.pid), client_cpu_seconds()
         started = time.perf_counter()
         restore(server)
         wall = time.perf_counter() - started
-        return Measurement(wall, server_cpu_seconds(server.pid) - cpu_before)
+        server_cpu, client_cpu = server_cpu_seconds(server.pid) - cpu_before, client_cpu_seconds() - client_before
+        return Measurement(wall, server_cpu, client_cpu, os.getloadavg()[0])
 
 
 def mysql_bare(dataset: Dataset) -> Callable[[Sandbox], None]:
@@ -280,16 +291,25 @@ def contenders(dataset: Dataset, threads: int, chunk_size: int) -> dict[str, Cal
 def report(dataset: Dataset, results: dict[str, list[Measurement]]) -> bool:
     wall = {name: statistics.median(m.wall_s for m in runs) for name, runs in results.items()}
     cpu = {name: statistics.median(m.server_cpu_s for m in runs) for name, runs in results.items()}
+    client = {name: statistics.median(m.client_cpu_s for m in runs) for name, runs in results.items()}
+    loads = [m.load_average for runs in results.values() for m in runs]
     bare = wall["mysql < dump.sql"]
     tools = [name for name in wall if name.startswith(("myloader", "mysqlimport"))]
     best_tool = min(tools, key=lambda name: wall[name])
     ours_names = [name for name in wall if name.startswith("ours")]
     best_ours = min(ours_names, key=lambda name: wall[name])
-    print(f"\n{dataset.name}: median of {len(next(iter(results.values())))} round(s), server defaults")
-    print(f"  {'':28} {'wall s':>8} {'vs mysql':>9} {'vs ' + best_tool:>30} {'server CPU s':>13}")
+    rounds = len(next(iter(results.values())))
+    print(
+        f"\n{dataset.name}: median of {rounds} round(s), server defaults, "
+        f"load average {min(loads):.1f}-{max(loads):.1f} (2 CPUs)"
+    )
+    print(f"  {'':28} {'wall s':>8} {'vs mysql':>9} {'vs ' + best_tool:>30} {'server CPU s':>13} {'client CPU s':>13}")
     for name in wall:
         ratio = wall[best_tool] / wall[name]
-        print(f"  {name:28} {wall[name]:8.1f} {bare / wall[name]:8.2f}x {ratio:29.2f}x {cpu[name]:13.1f}")
+        print(
+            f"  {name:28} {wall[name]:8.1f} {bare / wall[name]:8.2f}x {ratio:29.2f}x {cpu[name]:13.1f} "
+            f"{client[name]:13.1f}"
+        )
     vs_tool = wall[best_tool] / wall[best_ours]
     sql_vs_bare = bare / wall["ours .sql"]
     verdict = "met" if vs_tool >= 1.1 else "NOT met"
@@ -324,12 +344,14 @@ def main() -> None:
             # Alternate the order, so a drift in the machine's load does not favour one contender.
             order = list(runs) if round_no % 2 == 0 else list(reversed(runs))
             for name in order:
-                measured = timed(name.split()[0].strip("<.-") + f"-{round_no}", runs[name])
+                # One sandbox name per contender: a killed run's leftovers never pass for another's target.
+                slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+                measured = timed(f"{slug}-{round_no}", runs[name])
                 results[name].append(measured)
-                load = os.getloadavg()[0]
                 print(
                     f"{dataset.name} round {round_no + 1}: {name:28} {measured.wall_s:7.1f} s  "
-                    f"server CPU {measured.server_cpu_s:6.1f} s  (load average {load:.1f})",
+                    f"server CPU {measured.server_cpu_s:6.1f} s  client CPU {measured.client_cpu_s:5.1f} s  "
+                    f"(load average {measured.load_average:.1f})",
                     flush=True,
                 )
         if {"mysql < dump.sql", "ours .sql"} <= set(results) and any(

@@ -7,7 +7,9 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
+from typing import Any
 
+import pymysql
 import pytest
 
 from tests.loader.conftest import Dumps, Server, copy_dump, restore
@@ -19,6 +21,7 @@ from worker.runners.loader import (
     LoaderError,
     MetadataMismatchError,
     StatementError,
+    restore_with_loader,
 )
 
 pytestmark = pytest.mark.integration
@@ -118,6 +121,12 @@ def test_truncated_compressed_chunk_fails_and_leaves_the_target_marked(
         str(caught.value),
     )
     assert failed_state(target) == str(caught.value)
+    # The rows sent before the cut were rolled back with their chunk: only finished chunks are in.
+    ((loaded,),) = target.query("SELECT COUNT(*) FROM shop.events_log")
+    ((marked,),) = target.query(
+        "SELECT COALESCE(SUM(rows_loaded), 0) FROM _restorescope.chunks_done WHERE chunk LIKE 'shop.events\\_log#%'"
+    )
+    assert loaded == marked < 20_000
 
 
 def test_metadata_that_disagrees_with_the_files_fails(dumps: Dumps, target: Server, tmp_path: Path) -> None:
@@ -203,3 +212,32 @@ def test_directory_that_is_no_dump(target: Server, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(LayoutError, match="holds no dump restorescope knows"):
         restore(target, tmp_path)
+
+
+def test_a_user_without_privileges_is_told_so(dumps: Dumps, target: Server) -> None:
+    target.run_all(
+        [
+            "CREATE USER IF NOT EXISTS 'reader'@'localhost' IDENTIFIED BY 'pw'",
+            "GRANT SELECT ON *.* TO 'reader'@'localhost'",
+        ]
+    )
+
+    def connect() -> Any:
+        return pymysql.connect(
+            unix_socket=str(target.sandbox.socket_path),
+            user="reader",
+            password="pw",
+            autocommit=True,
+            local_infile=True,
+        )
+
+    log: list[str] = []
+    with pytest.raises(StatementError) as caught:
+        restore_with_loader(dumps.mysqlsh, connect, None, lambda _p: None, log.append, lambda: False)
+
+    assert str(caught.value) == (
+        "the server refused the schema `_restorescope` where the restore records what it has loaded: ERROR 1044: "
+        "Access denied for user 'reader'@'localhost' to database '_restorescope'; the target's user lacks a "
+        "privilege the restore needs (it creates databases, tables, views, routines, triggers and events)"
+    )
+    assert log[0].startswith("note: could not turn off binary logging for the restore (Access denied")

@@ -83,3 +83,19 @@ def test_a_connection_keeps_to_its_table_until_it_is_done() -> None:
     scheduler.release(first)
     # c has more left than a, but a is started and nobody works on it: finish it first.
     assert claimed(scheduler).table == first.table
+
+
+def test_a_table_loaded_one_at_a_time_never_has_two_connections() -> None:
+    scheduler = Scheduler()
+    for _ in range(3):
+        scheduler.add(FakeTask(key("big"), 10))
+    scheduler.add(FakeTask(key("small"), 5))
+    scheduler.one_at_a_time(key("big"))
+    scheduler.close_all()
+
+    first, second = claimed(scheduler), claimed(scheduler)
+    assert [first.table, second.table] == [key("big"), key("small")]
+    scheduler.release(second)  # small is done; big has work left but its one connection is busy
+    assert scheduler._pick() is None
+    scheduler.release(first)
+    assert claimed(scheduler).table == key("big")

@@ -114,16 +114,3 @@ def test_offsets_point_at_the_statement_text() -> None:
     text = MYSQLDUMP_TRIGGER
     for statement in split_bytewise(text):
         assert text[statement.offset : statement.offset + len(statement.text)] == statement.text
-
-
-def test_delimited_rows_as_insert_statements() -> None:
-    from worker.runners.loader import delimited
-
-    rows = b"1\tO'Brien\t\\N\n2\ttab\\\there\tline\\\nbreak\n3\tback\\\\slash\\\\\t\\0\n4\t\\\\N\t\n"
-    (statement,) = delimited.insert_statements([rows[:7], rows[7:]], b"INSERT INTO t VALUES\n")
-    assert statement == (
-        b"INSERT INTO t VALUES\n('1','O\\'Brien',NULL),\n('2','tab\\\there','line\\\nbreak'),\n"
-        b"('3','back\\\\slash\\\\','\\0'),\n('4','\\\\N','')"
-    )
-    many = delimited.insert_statements([rows * 200_000], b"I ")
-    assert len(many) > 1 and sum(s.count(b"\n(") + 1 for s in many) == 800_000

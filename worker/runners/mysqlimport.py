@@ -45,7 +45,9 @@ def restore_with_mysqlimport(
     done = 0
     mysql = [mysql_binary, *client_args, "--batch"]
     use = f"USE {quote_name(database)};\n".encode()
-    schema = b"".join(_script(s, keep_post_data=False) for s in plan.before) + use
+    # --tab table scripts come in name order, not in the order their foreign keys need (mysqldump sets
+    # FOREIGN_KEY_CHECKS=0 in a single-file dump only): create them, and load the rows, with the checks off.
+    schema = b"SET FOREIGN_KEY_CHECKS=0;\n" + b"".join(_script(s, keep_post_data=False) for s in plan.before) + use
     schema += b"".join(_script(d, keep_post_data=False) for t in plan.tables for d in t.ddl)
     run_tool(mysql, popen, on_log, should_stop, stdin=schema)
 
@@ -64,6 +66,7 @@ def restore_with_mysqlimport(
             "--local",
             f"--use-threads={threads}",
             "--default-character-set=binary",  # mysqldump --tab writes each column's own bytes
+            "--ignore-foreign-keys",  # MariaDB's mysqlimport: a child table may load before its parent
             database,
             *(str(f) for f in files),
         ],

@@ -27,7 +27,7 @@ from typing import Any
 
 import pymysql
 
-from worker.runners.loader.control import LoaderError, ServerGoneError, StatementError
+from worker.runners.loader.control import PRIVILEGE_CODES, LoaderError, ServerGoneError, StatementError
 from worker.runners.loader.engine import (
     Load,
     LoaderOutcome,
@@ -47,6 +47,7 @@ from worker.runners.mysql_client import RestoreProgress
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_THREADS",
+    "PRIVILEGE_CODES",
     "DataCutShortError",
     "IncompleteDumpError",
     "LayoutError",

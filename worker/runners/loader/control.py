@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 # Accepted while resuming: the object was created just before the crash, before its marker was written.
 _EXISTS_CODES = frozenset({1007, 1050, 1304, 1359, 1537})  # database, table, routine, trigger, event exists
 _CONNECTION_LOST = frozenset({2006, 2013, 2055})
+PRIVILEGE_CODES = frozenset({1044, 1142, 1143, 1227, 1370, 1419})
 
 
 class LoaderError(Exception):
@@ -51,6 +52,12 @@ class ServerGoneError(LoaderError):
 def explain(error: pymysql.err.MySQLError, where: str) -> LoaderError:
     code = error.args[0] if error.args and isinstance(error.args[0], int) else None
     text = error.args[-1] if error.args else str(error)
+    if code in PRIVILEGE_CODES:
+        return StatementError(
+            f"the server refused {where}: ERROR {code}: {text}; the target's user lacks a privilege the "
+            "restore needs (it creates databases, tables, views, routines, triggers and events)",
+            code=code,
+        )
     if code in _CONNECTION_LOST:
         return ServerGoneError(
             f"the server closed the connection while running {where} (ERROR {code}: {text}); it crashed, was "
@@ -87,8 +94,9 @@ class Control:
     connection: Connection
     base: list[bytes]
     log: Callable[[str], None]
-    # Whether a table's secondary indexes are built after its rows (see engine.should_defer_indexes).
-    defer_indexes_for: Callable[[TableKey], bool] = lambda _key: False
+    # Whether a table's secondary indexes are built after its rows, given its CREATE TABLE (see
+    # engine.should_defer_indexes and engine.loads_alone).
+    defer_indexes_for: Callable[[TableKey, bytes], bool] = lambda _key, _create_table: False
     deferred: list[Deferred] = field(default_factory=list)
     index_builds: dict[TableKey, list[bytes]] = field(default_factory=dict)
     created: dict[TableKey, bytes] = field(default_factory=dict)  # each table's CREATE TABLE, as in the dump
@@ -169,7 +177,7 @@ class Control:
             return create_table
         key = (database, classified.name)
         self.created[key] = create_table
-        if not self.defer_indexes_for(key):
+        if not self.defer_indexes_for(key, create_table):
             return create_table
         deferred = defer_secondary_indexes(create_table)
         if deferred is None:

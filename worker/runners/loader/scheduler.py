@@ -59,6 +59,7 @@ class _Table:
     active: int = 0  # connections working on its data now
     closed: bool = False  # no more data will be added
     held: bool = False  # its data waits (the driver has yet to decide how the table is loaded)
+    alone: bool = False  # one connection at a time (its statements would only wait on each other's lock)
     started: bool = False  # a connection has taken some of its data
     after_data: Task | None = None  # the index build, ready once the data is in
 
@@ -105,6 +106,11 @@ class Scheduler:
         with self._lock:
             self._table(key).after_data = task
             self._lock.notify_all()
+
+    def one_at_a_time(self, key: TableKey) -> None:
+        """Never give the table's data to two connections at once."""
+        with self._lock:
+            self._table(key).alone = True
 
     def hold(self, key: TableKey, held: bool = True) -> None:
         """Keep the table's data tasks from starting (held=True) or let them start."""
@@ -162,7 +168,7 @@ class Scheduler:
                 task, table.after_data = table.after_data, None
                 table.active += 1
                 return Claim(table.key, task=task)
-        candidates = [t for t in self._tables.values() if t.queue and not t.held]
+        candidates = [t for t in self._tables.values() if t.queue and not t.held and not (t.alone and t.active)]
         if not candidates:
             return None
         table = self._choose(candidates)

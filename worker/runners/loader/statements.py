@@ -209,23 +209,6 @@ def _auto_increment_column(lines: list[bytes]) -> bytes | None:
     return None
 
 
-_COLUMN_LINE = re.compile(rb"^\s+(?P<name>`(?:[^`]|``)+`)\s")
-
-
-def column_names(create_table: bytes) -> list[str] | None:
-    """The table's columns in order, from SHOW CREATE TABLE's one-definition-per-line form; None when a
-    column is generated (it takes no value) or the form is not that one."""
-    names = []
-    for line in create_table.split(b"\n")[1:]:
-        match = _COLUMN_LINE.match(line)
-        if match is None:
-            continue
-        if re.search(rb"\b(?:GENERATED\s+ALWAYS|AS\s*\(|VIRTUAL|PERSISTENT|STORED)\b", line, re.I):
-            return None
-        names.append(identifier(match["name"]))
-    return names or None
-
-
 def has_auto_increment(create_table: bytes) -> bool:
     return any(_AUTO_INCREMENT_COLUMN.match(line) for line in create_table.split(b"\n"))
 
