@@ -1,6 +1,6 @@
 /**
- * Starts the real stack (stack.py: private Redis, job store, demo backup, API serving the built app, a
- * Celery worker) and hands its URL to the tests through the environment; the returned function stops it.
+ * Starts the real stack (stack.py: private Redis, job store, users, demo backup, API serving the built app, a
+ * Celery worker) and hands its URL and users to the tests through the environment; the returned function stops it.
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
@@ -11,7 +11,13 @@ import { fileURLToPath } from "node:url";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-async function readReadyLine(child: ChildProcess): Promise<{ url: string; root: string }> {
+interface Ready {
+  url: string;
+  root: string;
+  users: Record<string, { username: string; password: string }>;
+}
+
+async function readReadyLine(child: ChildProcess): Promise<Ready> {
   if (child.stdout === null) throw new Error("stack.py has no stdout");
   const lines = createInterface({ input: child.stdout });
   const exited = once(child, "exit").then(([code]) => {
@@ -19,7 +25,7 @@ async function readReadyLine(child: ChildProcess): Promise<{ url: string; root: 
   });
   const ready = (async () => {
     for await (const line of lines) {
-      if (line.startsWith("{")) return JSON.parse(line) as { url: string; root: string };
+      if (line.startsWith("{")) return JSON.parse(line) as Ready;
     }
     throw new Error("e2e/stack.py closed its output before it was ready");
   })();
@@ -32,8 +38,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     // stdin stays open as a pipe: when this process dies, stack.py sees it close and stops everything.
     stdio: ["pipe", "pipe", "inherit"],
   });
-  const { url } = await readReadyLine(child);
+  const { url, users } = await readReadyLine(child);
   process.env.RESTORESCOPE_E2E_URL = url;
+  process.env.RESTORESCOPE_E2E_USERS = JSON.stringify(users);
   return async () => {
     child.kill("SIGTERM");
     if (child.exitCode === null) await once(child, "exit");

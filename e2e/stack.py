@@ -1,8 +1,10 @@
 """The whole app for the browser tests, as a user runs it, in a throwaway directory.
 
-Starts a private Redis on a free port, builds a SQLite job store with `alembic upgrade head`, makes the
-demo backups under a private backup root, then runs the API (uvicorn, which serves frontend/dist) and a
-Celery worker through tests/stack.py. Prints one JSON line {"url": ...} when ready, then runs until
+Starts a private Redis on a free port, builds a SQLite job store with `alembic upgrade head`, makes the first
+admin as `make run` does (with RESTORESCOPE_ADMIN_PASSWORD), makes the demo backups under a private backup root,
+then runs the API (uvicorn, which serves frontend/dist), a Celery worker and Celery beat (the drill scheduler)
+through tests/stack.py, and has the admin create an operator and a viewer through the API. Prints one JSON line {"url": ..., "users": {role:
+{"username", "password"}}} when ready, then runs until
 SIGTERM/SIGINT or until its standard input closes (so it never outlives the Playwright run that
 started it), and removes everything it made.
 
@@ -27,6 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.stack import Stack, free_port  # noqa: E402
+
+# The specs log in as these (throwaway passwords of a throwaway job store).
+USERS = {
+    role: {"username": f"e2e-{role}", "password": f"e2e-{role}-password"} for role in ("admin", "operator", "viewer")
+}
 
 
 def start_redis(directory: Path, port: int) -> subprocess.Popen[bytes]:
@@ -76,6 +83,8 @@ def main() -> int:
         "RESTORESCOPE_HEARTBEAT_INTERVAL_S": "1",
         "RESTORESCOPE_PROGRESS_INTERVAL_S": "0.5",
         "RESTORESCOPE_SWEEP_INTERVAL_S": "2",
+        # A drill scheduled for the next minute starts within two seconds of it.
+        "RESTORESCOPE_DRILL_TICK_S": "2",
         # Small, so the browser test can show what a too-large upload looks like without sending 512 MiB.
         "RESTORESCOPE_TRACE_UPLOAD_MAX_BYTES": str(4 * 2**20),
     }
@@ -95,13 +104,26 @@ def main() -> int:
     stack = Stack(root / "logs", env)
     try:
         subprocess.run([str(REPO / ".venv/bin/alembic"), "upgrade", "head"], cwd=REPO, env=full_env, check=True)
-        # The demo backup to restore, and a bigger one (a 300k-row table) that restores for long enough to
+        admin = USERS["admin"]
+        first_admin_env = {
+            **full_env,
+            "RESTORESCOPE_ADMIN_USER": admin["username"],
+            "RESTORESCOPE_ADMIN_PASSWORD": admin["password"],
+        }
+        subprocess.run([sys.executable, "-m", "app.users.cli", "first-admin"], cwd=REPO, env=first_admin_env, check=True)
+        # The demo backups to restore (dumps and a mariabackup directory), and a bigger one (a 300k-row table) that restores for long enough to
         # be cancelled from the browser.
-        for folder, extra in (("demo", ["--rows", "3000"]), ("big", ["--rows", "1000", "--big"])):
+        for folder, extra in (("demo", ["--rows", "3000", "--physical"]), ("big", ["--rows", "1000", "--big"])):
             make_demo_backup(root / "backups" / folder, extra, full_env)
         stack.start_api()
+        stack.log_in(admin["username"], admin["password"])
+        for role in ("operator", "viewer"):
+            made = stack.http.post("/users", json={**USERS[role], "role": role, "must_change_password": False})
+            made.raise_for_status()
         stack.start_worker()
-        print(json.dumps({"url": f"http://127.0.0.1:{stack.port}", "root": str(root)}), flush=True)
+        stack.start_beat()
+        ready = {"url": f"http://127.0.0.1:{stack.port}", "root": str(root), "users": USERS}
+        print(json.dumps(ready), flush=True)
 
         # Stop when told to, or when the parent (Playwright) goes away and our stdin closes.
         def watch_stdin() -> None:

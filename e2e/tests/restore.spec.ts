@@ -1,5 +1,5 @@
 import { LIGHT, spotsOfColour } from "./canvas";
-import { expect, test } from "./fixtures";
+import { account, expect, test } from "./fixtures";
 
 test.describe.configure({ mode: "serial" });
 
@@ -16,6 +16,52 @@ test("a bad server setting is shown next to its field", async ({ page, saveScree
   await saveScreenshot(page, "launch-field-error");
 });
 
+test("a runner that cannot read the backup is refused under the runner; the loader's settings show on the run page", async ({ page }) => {
+  await page.goto("/launch");
+  await page.getByRole("radio", { name: "demo/shop.sql.gz" }).check();
+  await page.getByLabel("Runner").selectOption("mysqlimport");
+  await expect(page.locator(".field", { has: page.getByLabel("Runner") }).locator(".hint")).toContainText("cannot read this backup");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+  const runnerField = page.locator(".field", { has: page.getByLabel("Runner") });
+  await expect(runnerField.locator(".field-error")).toContainText("mysqlimport reads only a mysqldump --tab directory");
+
+  await page.getByLabel("Runner").selectOption("loader");
+  await page.getByLabel("Threads").fill("2");
+  await page.getByLabel("Chunk size (MiB)").fill("1");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+  await expect(page).toHaveURL(/\/jobs\/\d+$/);
+  await expect(page.locator("dl.facts dd", { hasText: "restorescope's loader · 2 threads · 1 MiB chunks" })).toBeVisible();
+  await expect(page.getByTestId("percent")).toHaveText("100 %", { timeout: 90_000 });
+});
+
+test("a physical backup offers mariabackup with its prepare settings and restores into a sandbox", async ({ page, saveScreenshot }) => {
+  await page.goto("/launch");
+  await page.getByRole("radio", { name: "demo/shop-mariabackup" }).check();
+  // Only auto and the backup's own tool read it; its settings are the prepare's, not the loader's.
+  const runner = page.getByLabel("Runner");
+  await expect(runner.locator("option")).toHaveText([/^auto: /, /^mariabackup: /]);
+  await expect(page.getByLabel("Threads", { exact: true })).toHaveCount(0);
+  await runner.selectOption("mariabackup");
+  const memory = page.getByLabel("Prepare memory (--use-memory)");
+  await memory.fill("lots");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+  await expect(page.locator(".field", { has: memory }).locator(".field-error")).toContainText("should be a size such as 512M or 2G");
+  await memory.fill("64M");
+  await page.getByLabel("Prepare write IO threads").fill("2");
+  await saveScreenshot(page, "launch-physical");
+  await page.getByRole("button", { name: "Launch restore" }).click();
+
+  await expect(page).toHaveURL(/\/jobs\/\d+$/);
+  await expect(page.locator("dl.facts dd", { hasText: "mariabackup · --use-memory 64M · 2 write IO threads" })).toBeVisible();
+  await expect(page.getByTestId("percent")).toHaveText("100 %", { timeout: 90_000 });
+  await expect(page.locator(".badge.succeeded").first()).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByRole("table", { name: "Verification" })).toContainText("check table");
+  await expect(page.getByText(/All \d+ checks passed/)).toBeVisible();
+  await expect(page.locator("dl.facts .badge.ok", { hasText: "restores" })).toBeVisible();
+  await expect(page.getByLabel("Job log")).toContainText("prepared: ");
+  await saveScreenshot(page, "run-physical");
+});
+
 test("a user restores the demo backup and watches it reach 100 %", async ({ page, saveScreenshot }) => {
   await page.goto("/");
   await page.getByRole("link", { name: "New restore" }).first().click();
@@ -24,7 +70,6 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   await page.getByRole("radio", { name: "demo/shop.sql.gz" }).check();
   await page.getByLabel("Preset").selectOption("fast-restore");
   await expect(page.getByText("Settings for bulk loading")).toBeVisible();
-  await page.getByLabel("Started by").fill("e2e dba");
   await saveScreenshot(page, "launch");
   await page.getByRole("button", { name: "Launch restore" }).click();
 
@@ -34,6 +79,7 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   await expect(page.locator(".badge.succeeded").first()).toBeVisible({ timeout: 60_000 });
   await expect(page.getByRole("table", { name: "Verification" })).toContainText("shop.customers");
   await expect(page.getByText(/All \d+ checks passed/)).toBeVisible();
+  await expect(page.locator("dl.facts .badge.ok", { hasText: "restores" })).toBeVisible();
   await expect(page.getByRole("table", { name: "Server variables" })).toContainText("innodb_buffer_pool_size");
   await expect(page.getByRole("table", { name: "Server variables" })).toContainText("At end");
   await expect(page.getByRole("table", { name: "Status counter deltas" })).toContainText("Innodb_");
@@ -54,19 +100,20 @@ test("a user restores the demo backup and watches it reach 100 %", async ({ page
   const row = page.locator("tbody tr").first();
   await expect(row).toContainText("succeeded");
   await expect(row).toContainText("sandbox · fast-restore");
-  await expect(row).toContainText("e2e dba");
+  await expect(row).toContainText(account("admin").username); // who launched it: the logged-in user
   await saveScreenshot(page, "jobs");
 });
 
-test("the jobs list follows a running job live, and a finished job can be retried", async ({ page, request }) => {
-  const created = await request.post("/api/v1/jobs/restore", {
-    data: { backup_path: "demo/shop.sql.zst", target: { kind: "sandbox", preset: "fast-restore" }, capture: "none", started_by: "api user" },
+test("the jobs list follows a running job live, and a finished job can be retried", async ({ page, apiAs }) => {
+  const operator = await apiAs("operator");
+  const created = await operator.post("/api/v1/jobs/restore", {
+    data: { backup_path: "demo/shop.sql.zst", target: { kind: "sandbox", preset: "fast-restore" }, capture: "none" },
   });
   expect(created.status()).toBe(201);
   const { id } = (await created.json()) as { id: number };
   await page.goto("/");
   const row = page.getByTestId(`job-row-${String(id)}`);
-  await expect(row).toContainText("api user");
+  await expect(row).toContainText(account("operator").username); // launched through the API with its session
   // No reload: the list polls while a job is active.
   await expect(row).toContainText("succeeded", { timeout: 90_000 });
 

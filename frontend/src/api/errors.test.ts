@@ -39,6 +39,11 @@ describe("readFieldErrors", () => {
       { detail: [{ loc: ["body", "database"], msg: "String should match pattern '^[^`/\\\\.\\x00]{1,64}$'" }] },
       [{ field: "database", message: "should be a database name of 1 to 64 characters without `, /, \\ or ." }],
     ],
+    [
+      "the user name pattern in words",
+      { detail: [{ loc: ["body", "username"], msg: "String should match pattern '^[a-z0-9][a-z0-9._@-]*$'" }] },
+      [{ field: "username", message: "should be a user name of letters, digits and . _ @ -, starting with a letter or a digit" }],
+    ],
   ])("%s", (_name, body, expected) => {
     expect(readFieldErrors(body)).toEqual(expected);
   });

@@ -14,6 +14,7 @@ export interface FieldError {
 const PATTERN_WORDS: Record<string, string> = {
   "^\\d+[KMGkmg]?$": "a size such as 512M or 2G (digits, then optionally K, M or G)",
   "^[^`/\\\\.\\x00]{1,64}$": "a database name of 1 to 64 characters without `, /, \\ or .",
+  "^[a-z0-9][a-z0-9._@-]*$": "a user name of letters, digits and . _ @ -, starting with a letter or a digit",
 };
 
 function plainMessage(message: string): string {

@@ -24,6 +24,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log In
+         * @description Start a session: an HttpOnly cookie for the browser, and the same token in the answer for API clients.
+         */
+        post: operations["auth-log_in"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log Out
+         * @description End this session: its token stops working at once.
+         */
+        post: operations["auth-log_out"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Me
+         * @description Who is logged in, with their role, and whether they must change a one-time password first.
+         */
+        get: operations["auth-read_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change Password
+         * @description Change your own password (required after logging in with a one-time password); your other sessions end.
+         */
+        post: operations["auth-change_password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs": {
         parameters: {
             query?: never;
@@ -55,9 +135,29 @@ export interface paths {
         put?: never;
         /**
          * Create Restore Job
-         * @description Queue a restore of a backup into a sandbox server or a saved server.
+         * @description Queue a restore of a backup into a sandbox server or a saved server (operator).
          */
         post: operations["jobs-create_restore_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Backup Job
+         * @description Queue a backup of a saved server into a new directory under a backup root (operator).
+         */
+        post: operations["jobs-create_backup_job"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +195,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel Job
-         * @description Stop a queued or running job; its processes are killed and its sandbox removed.
+         * @description Stop a queued or running job; its processes are killed and its sandbox removed (operator).
          */
         post: operations["jobs-cancel_job"];
         delete?: never;
@@ -115,7 +215,7 @@ export interface paths {
         put?: never;
         /**
          * Retry Job
-         * @description Queue a new job with the same parameters; the new job names this one as its parent.
+         * @description Queue a new job with the same parameters; the new job names this one as its parent (operator).
          */
         post: operations["jobs-retry_job"];
         delete?: never;
@@ -213,35 +313,16 @@ export interface paths {
         };
         /**
          * Read Targets
-         * @description Saved servers that restores can write into (passwords are never returned).
+         * @description Saved servers that restores write into and backups read from, with their last check (passwords are never
+         *     returned, only has_password).
          */
         get: operations["targets-read_targets"];
         put?: never;
         /**
          * Create Target
-         * @description Save a server; its password is encrypted at rest.
+         * @description Save a server; its password is encrypted at rest (admin).
          */
         post: operations["targets-create_target"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/targets/{target_id}/check": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Check Target
-         * @description Try to log in to the saved server and report its version or why it failed.
-         */
-        post: operations["targets-check_target"];
         delete?: never;
         options?: never;
         head?: never;
@@ -260,9 +341,36 @@ export interface paths {
         post?: never;
         /**
          * Delete Target
-         * @description Forget a saved server (jobs that used it keep their history).
+         * @description Forget a saved server (admin); refused while queued or running jobs use it, and finished jobs keep their
+         *     record.
          */
         delete: operations["targets-delete_target"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Target
+         * @description Change a saved server: only the fields sent change; a password sent replaces the stored one, and one left
+         *     out is kept (admin). A change of how to connect clears the last check.
+         */
+        patch: operations["targets-update_target"];
+        trace?: never;
+    };
+    "/api/v1/targets/{target_id}/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check Target
+         * @description Log in to the saved server and report its version, flavour and whether it runs on a worker's host, or why
+         *     the login failed (wrong password, unreachable, TLS only...) (operator).
+         */
+        post: operations["targets-check_target"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -399,9 +507,336 @@ export interface paths {
         put?: never;
         /**
          * Import Trace
-         * @description Upload a trace log (multipart field "file"): it becomes an "import" job with a trace like a captured one.
+         * @description Upload a trace log (multipart field "file"): it becomes an "import" job with a trace like a captured one
+         *     (operator).
          */
         post: operations["traces-import_trace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/advice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Advice
+         * @description What held a finished run back, and the changes that should speed it up, most to gain first.
+         */
+        get: operations["advisor-read_advice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/advice/{rule}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rerun With Suggestion
+         * @description Queue a child of the job with one suggestion's change; its speedup over the job is recorded when it ends
+         *     (operator).
+         */
+        post: operations["advisor-rerun_with_suggestion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare Runs
+         * @description Two runs side by side: phase times, throughput, differing settings, per-operation statistics.
+         */
+        get: operations["advisor-compare_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Users
+         * @description Every user with their role (admin only).
+         */
+        get: operations["users-read_users"];
+        put?: never;
+        /**
+         * Create User
+         * @description Create a user with a role; without a password, a one-time password is made and shown once.
+         */
+        post: operations["users-create_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete User
+         * @description Delete a user (not yourself, nor the last enabled admin); jobs and the audit log keep their name.
+         */
+        delete: operations["users-delete_user"];
+        options?: never;
+        head?: never;
+        /**
+         * Update User
+         * @description Change a user's role, or disable (their sessions end) or enable them; the last enabled admin stays one.
+         */
+        patch: operations["users-update_user"];
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset Password
+         * @description Give a user a new password (a one-time password unless told otherwise); their sessions end.
+         */
+        post: operations["users-reset_password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Events
+         * @description Who logged in (or failed to), launched, cancelled, retried, imported, or changed a saved server or a user,
+         *     and when; newest first (admin only).
+         */
+        get: operations["audit-read_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/protected-databases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Protected Databases
+         * @description Protected databases with their latest backup, estimated restore time against the RTO, and drills' state.
+         */
+        get: operations["protected-databases-read_protected_databases"];
+        put?: never;
+        /**
+         * Create Protected Database
+         * @description Protect a database: its RTO, drill schedule and who hears about failures (operator).
+         */
+        post: operations["protected-databases-create_protected_database"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/protected-databases/{protected_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Protected Database
+         * @description One protected database with its state.
+         */
+        get: operations["protected-databases-read_protected_database"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Protected Database
+         * @description Stop protecting a database: its drill records and notifications go; the drills' jobs stay in the history
+         *     (operator).
+         */
+        delete: operations["protected-databases-delete_protected_database"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Protected Database
+         * @description Change the fields sent; a new schedule or time zone counts from now (no slot before it is overdue)
+         *     (operator).
+         */
+        patch: operations["protected-databases-update_protected_database"];
+        trace?: never;
+    };
+    "/api/v1/protected-databases/{protected_id}/drills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Drill
+         * @description Run a drill now: restore and verify the latest backup in a sandbox (409 while one is queued or running)
+         *     (operator).
+         */
+        post: operations["protected-databases-start_drill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/drills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Drills
+         * @description Drills newest first, of every protected database or of one, with their job's outcome.
+         */
+        get: operations["drills-read_drills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Trends
+         * @description Per protected database: restore runs over time by method, a status per day, the latest backup's estimated
+         *     restore time against the RTO, regressions and the drills' state.
+         */
+        get: operations["trends-read_trends"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trends/runs.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Runs
+         * @description The runs of every protected database in the window as CSV, with their measurements and flags.
+         */
+        get: operations["trends-export_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Notifications
+         * @description Notifications recorded, newest first: what was told to whom, and whether it got through.
+         */
+        get: operations["notifications-read_notifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/protected-databases/{protected_id}/notifications/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send Test Notification
+         * @description Send a test notification through every channel of the database now, and say how each went (operator).
+         */
+        post: operations["notifications-send_test_notification"];
         delete?: never;
         options?: never;
         head?: never;
@@ -420,6 +855,112 @@ export interface components {
             random_ops: number;
             /** Sequential Pct */
             sequential_pct: number;
+        };
+        /** AdvicePublic */
+        AdvicePublic: {
+            /** Job Id */
+            job_id: number;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "ready" | "pending" | "unavailable";
+            /**
+             * Note
+             * @description Why there is no advice (yet)
+             */
+            note: string | null;
+            /** Phase */
+            phase: string | null;
+            /** Phase S */
+            phase_s: number | null;
+            /** T0 Us */
+            t0_us: number | null;
+            /** T1 Us */
+            t1_us: number | null;
+            /**
+             * Headline
+             * @description What held the run back
+             */
+            headline: string | null;
+            /** Notes */
+            notes: string[];
+            /**
+             * Suggestions
+             * @description Most to gain first; minor ones last
+             */
+            suggestions: components["schemas"]["SuggestionPublic"][];
+            /** Rules Checked */
+            rules_checked: number;
+            /** @description The suggestion this job was re-run with, if it was */
+            applied_from: components["schemas"]["OutcomePublic"] | null;
+        };
+        /** AuditEventPublic */
+        AuditEventPublic: {
+            /** Id */
+            id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Username */
+            username: string | null;
+            /** Action */
+            action: string;
+            /** Object Type */
+            object_type: string | null;
+            /** Object Id */
+            object_id: string | null;
+            /** Detail */
+            detail: string | null;
+            /** Client */
+            client: string | null;
+        };
+        /** AuditEventsPublic */
+        AuditEventsPublic: {
+            /** Data */
+            data: components["schemas"]["AuditEventPublic"][];
+            /** Count */
+            count: number;
+            /** Actions */
+            actions: string[];
+        };
+        /** BackupJobCreate */
+        BackupJobCreate: {
+            source: components["schemas"]["SavedSourceSpec"];
+            /**
+             * Tool
+             * @description mysqldump (one .sql file), mysqldump-tab (a --tab directory of one database; the server must run on the worker's host, it writes the data files), mydumper (a directory, -t threads) or mariabackup (a physical copy with --parallel; the server must run on the worker's host, it reads the datadir)
+             * @default mysqldump
+             * @enum {string}
+             */
+            tool: "mysqldump" | "mysqldump-tab" | "mydumper" | "mariabackup";
+            /**
+             * Databases
+             * @description Databases to back up; empty: every database but the system ones (mariabackup: the whole server)
+             */
+            databases?: string[];
+            /**
+             * Threads
+             * @description mydumper -t, mariabackup --parallel, and the compressor's threads (zstd -T, pigz -p); default: the CPUs the worker may run on. mysqldump itself always uses one connection.
+             */
+            threads?: number | null;
+            /**
+             * Compression
+             * @description Default: zstd for the dump tools, none for mariabackup. none, zstd or pigz (multi-threaded), gzip (one thread) or pbzip2; mysqldump output goes through the compressor as it is written, --tab and mydumper files are compressed one by one (mydumper's own -c for gzip and pigz); mariabackup backups stay uncompressed directories (prepare and restore read them as they are). pbzip2 is refused: restorescope's restores read gzip and zstd only
+             */
+            compression?: ("none" | "zstd" | "pigz" | "pbzip2" | "gzip") | null;
+            /**
+             * Level
+             * @description Compression level: zstd 1-19, gzip/pigz 1-9
+             */
+            level?: number | null;
+            /**
+             * Destination
+             * @description A new directory under one of the backup roots, relative to a root or absolute; never overwritten
+             */
+            destination: string;
         };
         /** BackupPublic */
         BackupPublic: {
@@ -446,6 +987,27 @@ export interface components {
             };
             /** Restorable */
             restorable: boolean;
+            /** Missing */
+            missing: boolean;
+            last_restore?: components["schemas"]["LastRestorePublic"] | null;
+        };
+        /** BackupRef */
+        BackupRef: {
+            /** Id */
+            id: number;
+            /** Path */
+            path: string;
+            /** Format */
+            format: string;
+            /** Compression */
+            compression: string | null;
+            /** Size Bytes */
+            size_bytes: number;
+            /**
+             * Modified At
+             * Format: date-time
+             */
+            modified_at: string;
             /** Missing */
             missing: boolean;
         };
@@ -485,6 +1047,63 @@ export interface components {
              */
             bytes: number;
         };
+        /** ChangePublic */
+        ChangePublic: {
+            /** Settings */
+            settings: components["schemas"]["SettingPublic"][];
+            /**
+             * Rerun
+             * @description Whether “re-run with this change” can apply it to this job
+             */
+            rerun: boolean;
+            /**
+             * Note
+             * @description What to do instead when a re-run cannot apply it
+             */
+            note: string | null;
+        };
+        /** ComparePublic */
+        ComparePublic: {
+            a: components["schemas"]["CompareSidePublic"];
+            b: components["schemas"]["CompareSidePublic"];
+            /**
+             * Speedup
+             * @description a's phase seconds / b's: above 1, b was faster
+             */
+            speedup: number | null;
+            /**
+             * Settings
+             * @description Parameters that differ between the two runs
+             */
+            settings: components["schemas"]["SettingDiffPublic"][];
+            /** Kinds */
+            kinds: components["schemas"]["OpComparePublic"][];
+            /** Ops */
+            ops: components["schemas"]["OpComparePublic"][];
+            /** @description The suggestion b was re-run from a with, if it was */
+            applied: components["schemas"]["OutcomePublic"] | null;
+        };
+        /** CompareSidePublic */
+        CompareSidePublic: {
+            job: components["schemas"]["JobPublic"];
+            /** Phase */
+            phase: string;
+            /** Phase S */
+            phase_s: number | null;
+            /** T0 Us */
+            t0_us: number | null;
+            /** T1 Us */
+            t1_us: number | null;
+            /**
+             * Mb Per S
+             * @description Backup bytes per second of the phase, in MB (10^6)
+             */
+            mb_per_s: number | null;
+            /** Rows Per S */
+            rows_per_s: number | null;
+            /** Has Trace */
+            has_trace: boolean;
+        };
         /** CounterSeriesPublic */
         CounterSeriesPublic: {
             /** Track */
@@ -506,6 +1125,133 @@ export interface components {
             track: string;
             /** Unit */
             unit: string;
+        };
+        /** DatabaseTrend */
+        DatabaseTrend: {
+            /** Protected Database Id */
+            protected_database_id: number;
+            /** Name */
+            name: string;
+            /** Database */
+            database: string;
+            /** Rto S */
+            rto_s: number;
+            /**
+             * Timezone
+             * @description The time zone of the status strip's days
+             */
+            timezone: string;
+            status: components["schemas"]["ProtectionStatus"];
+            /**
+             * Days
+             * @description The status strip: the last 30 days, oldest first, ending today
+             */
+            days: components["schemas"]["DayPublic"][];
+            /**
+             * Runs
+             * @description Runs that ended in the window, oldest first
+             */
+            runs: components["schemas"]["RunPublic"][];
+            /** Regressions */
+            regressions: number;
+        };
+        /** DayPublic */
+        DayPublic: {
+            /**
+             * Date
+             * Format: date
+             */
+            date: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "ok" | "slow" | "failed" | "none";
+            /** Runs */
+            runs: number;
+            /** Failed */
+            failed: number;
+            /** Slow */
+            slow: number;
+            /** Job Ids */
+            job_ids: number[];
+        };
+        /** DrillPublic */
+        DrillPublic: {
+            /** Id */
+            id: number;
+            /** Protected Database Id */
+            protected_database_id: number;
+            /** Protected Database Name */
+            protected_database_name: string;
+            /**
+             * Trigger
+             * @enum {string}
+             */
+            trigger: "schedule" | "manual";
+            /** Scheduled For */
+            scheduled_for: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Job Id */
+            job_id: number | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** Error */
+            error: string | null;
+            /** Backup Path */
+            backup_path: string | null;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /** Duration S */
+            duration_s: number | null;
+            /** Backup Verdict */
+            backup_verdict: ("restores" | "does_not_restore") | null;
+        };
+        /** DrillsPublic */
+        DrillsPublic: {
+            /** Data */
+            data: components["schemas"]["DrillPublic"][];
+            /** Count */
+            count: number;
+        };
+        /** EstimatePublic */
+        EstimatePublic: {
+            /**
+             * Seconds
+             * @description Estimated restore time of the latest backup
+             */
+            seconds: number;
+            /**
+             * Mb Per S
+             * @description Median throughput of the runs used, MB (10^6) of backup per second
+             */
+            mb_per_s: number;
+            /**
+             * Overhead S
+             * @description Their median time outside the data phases (server start, verification)
+             */
+            overhead_s: number;
+            /**
+             * Method
+             * @description How the latest backup would be restored
+             */
+            method: string;
+            /**
+             * Measured Method
+             * @description The method of the runs used: another format when none of its own
+             */
+            measured_method: string;
+            /** Job Ids */
+            job_ids: number[];
         };
         /** FileStatsPublic */
         FileStatsPublic: {
@@ -539,6 +1285,11 @@ export interface components {
             redis: string;
             /** Workers */
             workers: string[];
+            /**
+             * Schedulers
+             * @description Celery beat processes alive: without one, drills do not run
+             */
+            schedulers: string[];
         };
         /** JobDetail */
         JobDetail: {
@@ -562,7 +1313,10 @@ export interface components {
             target_id: number | null;
             /** Parent Id */
             parent_id: number | null;
-            /** Started By */
+            /**
+             * Started By
+             * @description The user who launched the job (or retried it)
+             */
             started_by: string | null;
             /**
              * Created At
@@ -620,6 +1374,18 @@ export interface components {
             sandbox_kept: boolean;
             /** Error */
             error: string | null;
+            /**
+             * Backup Verdict
+             * @description What this restore showed of its backup: restores (restored and verified), does_not_restore (unreadable, rejected by a fresh sandbox, or verification failed); none when the failure was not the backup's
+             */
+            backup_verdict?: ("restores" | "does_not_restore") | null;
+            /**
+             * Run Facts
+             * @description What the worker learnt running the job: host (cpus, memory_bytes, disk_device, disk_rotational), runner, threads and chunk_size used, loader (format, chunks_loaded, seconds_by_phase), prepare (batches, use_memory, redo_bytes, copy_seconds, prepare_seconds)
+             */
+            run_facts?: {
+                [key: string]: unknown;
+            };
             /** Verification */
             verification: components["schemas"]["VerificationPublic"][];
         };
@@ -668,7 +1434,10 @@ export interface components {
             target_id: number | null;
             /** Parent Id */
             parent_id: number | null;
-            /** Started By */
+            /**
+             * Started By
+             * @description The user who launched the job (or retried it)
+             */
             started_by: string | null;
             /**
              * Created At
@@ -726,6 +1495,18 @@ export interface components {
             sandbox_kept: boolean;
             /** Error */
             error: string | null;
+            /**
+             * Backup Verdict
+             * @description What this restore showed of its backup: restores (restored and verified), does_not_restore (unreadable, rejected by a fresh sandbox, or verification failed); none when the failure was not the backup's
+             */
+            backup_verdict?: ("restores" | "does_not_restore") | null;
+            /**
+             * Run Facts
+             * @description What the worker learnt running the job: host (cpus, memory_bytes, disk_device, disk_rotational), runner, threads and chunk_size used, loader (format, chunks_loaded, seconds_by_phase), prepare (batches, use_memory, redo_bytes, copy_seconds, prepare_seconds)
+             */
+            run_facts?: {
+                [key: string]: unknown;
+            };
         };
         /** JobsPublic */
         JobsPublic: {
@@ -781,6 +1562,23 @@ export interface components {
              */
             busy_us: number;
         };
+        /**
+         * LastRestorePublic
+         * @description The newest restore of a backup that showed whether it restores (see JobPublic.backup_verdict).
+         */
+        LastRestorePublic: {
+            /** Job Id */
+            job_id: number;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "restores" | "does_not_restore";
+            /** Finished At */
+            finished_at: string | null;
+            /** Error */
+            error: string | null;
+        };
         /** LatencyBucketPublic */
         LatencyBucketPublic: {
             /** Le Us */
@@ -809,6 +1607,28 @@ export interface components {
             /** Max */
             max: number;
         };
+        /** LoginPublic */
+        LoginPublic: {
+            /**
+             * Token
+             * @description The session token, also set as an HttpOnly cookie; API clients send it as 'Authorization: Bearer <token>'
+             */
+            token: string;
+            /**
+             * Expires At
+             * Format: date-time
+             * @description When the session ends if it is used until then (it also ends after a while without use)
+             */
+            expires_at: string;
+            user: components["schemas"]["UserPublic"];
+        };
+        /** LoginRequest */
+        LoginRequest: {
+            /** Username */
+            username: string;
+            /** Password */
+            password: string;
+        };
         /** MalformedLinePublic */
         MalformedLinePublic: {
             /**
@@ -823,6 +1643,103 @@ export interface components {
              * @description The line, cut to 200 characters
              */
             text: string;
+        };
+        /** NotificationPublic */
+        NotificationPublic: {
+            /** Id */
+            id: number;
+            /** Protected Database Id */
+            protected_database_id: number | null;
+            /**
+             * Event
+             * @description job_failed, drill_failed, drill_overdue, rto_breach or test
+             */
+            event: string;
+            /** Event Key */
+            event_key: string;
+            /** Summary */
+            summary: string;
+            /**
+             * Channel
+             * @enum {string}
+             */
+            channel: "webhook" | "email";
+            /**
+             * Destination
+             * @description The addresses, or the webhook's host (its path is hidden)
+             */
+            destination: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "sending" | "retrying" | "sent" | "failed";
+            /** Attempts */
+            attempts: number;
+            /**
+             * Last Error
+             * @description Why the last attempt failed (or which recipients were refused)
+             */
+            last_error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Next Attempt At
+             * @description When it is tried again, while it is pending or retrying
+             */
+            next_attempt_at: string | null;
+            /** Sent At */
+            sent_at: string | null;
+        };
+        /** NotificationsPublic */
+        NotificationsPublic: {
+            /** Data */
+            data: components["schemas"]["NotificationPublic"][];
+            /** Count */
+            count: number;
+        };
+        /** NumberPublic */
+        NumberPublic: {
+            /** Label */
+            label: string;
+            /** Value */
+            value: string;
+        };
+        /** OpComparePublic */
+        OpComparePublic: {
+            /** Op */
+            op: string;
+            /** Kind */
+            kind: string;
+            a: components["schemas"]["OpSidePublic"] | null;
+            b: components["schemas"]["OpSidePublic"] | null;
+            /**
+             * Count Change Pct
+             * @description (b - a) / a in %
+             */
+            count_change_pct: number | null;
+            /** Bytes Change Pct */
+            bytes_change_pct: number | null;
+            /** P95 Change Pct */
+            p95_change_pct: number | null;
+        };
+        /** OpSidePublic */
+        OpSidePublic: {
+            /** Count */
+            count: number;
+            /** Bytes */
+            bytes: number;
+            /** Mb Per S */
+            mb_per_s: number;
+            /** P50 Us */
+            p50_us: number;
+            /** P95 Us */
+            p95_us: number;
+            /** P99 Us */
+            p99_us: number;
         };
         /** OpStatsPublic */
         OpStatsPublic: {
@@ -872,6 +1789,68 @@ export interface components {
             /** Items */
             items: components["schemas"]["OperationPublic"][];
         };
+        /**
+         * OutcomePublic
+         * @description A suggestion a job was re-run with, and what the re-run measured.
+         */
+        OutcomePublic: {
+            /** Rule */
+            rule: string;
+            /** Title */
+            title: string;
+            /** Parent Job Id */
+            parent_job_id: number;
+            /** Child Job Id */
+            child_job_id: number;
+            /** Child Status */
+            child_status: string;
+            /** Phase */
+            phase: string;
+            /** Expected Speedup */
+            expected_speedup: number | null;
+            /** Parent Seconds */
+            parent_seconds: number | null;
+            /** Child Seconds */
+            child_seconds: number | null;
+            /**
+             * Speedup
+             * @description parent_seconds / child_seconds; above 1 the change helped
+             */
+            speedup: number | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "measuring" | "helped" | "no_effect" | "slower" | "failed";
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /** PasswordChange */
+        PasswordChange: {
+            /** Current Password */
+            current_password: string;
+            /**
+             * New Password
+             * @description At least 10 characters, not the user name
+             */
+            new_password: string;
+        };
+        /** PasswordReset */
+        PasswordReset: {
+            /**
+             * Password
+             * @description Empty: a random one-time password is made and returned once
+             */
+            password?: string | null;
+            /**
+             * Must Change Password
+             * @default true
+             */
+            must_change_password: boolean;
+        };
         /** PresetPublic */
         PresetPublic: {
             /** Name */
@@ -879,6 +1858,245 @@ export interface components {
             /** Description */
             description: string;
             options: components["schemas"]["ServerOptions"];
+        };
+        /** ProtectedDatabaseCreate */
+        ProtectedDatabaseCreate: {
+            /** Name */
+            name: string;
+            /**
+             * Database
+             * @description The database, as backups name it
+             */
+            database: string;
+            /**
+             * Source Target Id
+             * @description A saved server the database lives on: only backups its backup jobs wrote count
+             */
+            source_target_id?: number | null;
+            /**
+             * Backup Glob
+             * @description Only backups whose path relative to their backup root matches this shell pattern count (e.g. nightly/shop-*; * also matches /). Needed for backups that do not name their databases (mysqldump --tab directories)
+             */
+            backup_glob?: string | null;
+            /**
+             * Rto S
+             * @description Target restore time in seconds: the restore must take less
+             */
+            rto_s: number;
+            /**
+             * Drill Schedule
+             * @description When drills run: a five-field cron expression (minute hour day month weekday), e.g. 0 2 * * *; empty for no scheduled drills
+             */
+            drill_schedule?: string | null;
+            /**
+             * Drill Timezone
+             * @description IANA time zone of the schedule
+             * @default UTC
+             */
+            drill_timezone: string;
+            /**
+             * Drill Grace S
+             * @description A scheduled drill not started this many seconds after its time is overdue
+             * @default 3600
+             */
+            drill_grace_s: number;
+            /**
+             * Drill Preset
+             * @description Sandbox preset drills restore into
+             * @default server-defaults
+             */
+            drill_preset: string;
+            /**
+             * Webhook Url
+             * @description JSON POSTed here on every event
+             */
+            webhook_url?: string | null;
+            /**
+             * Webhook Secret
+             * @description Signs each webhook body (X-Restorescope-Signature: sha256=HMAC); stored encrypted, never returned. null removes it
+             */
+            webhook_secret?: string | null;
+            /**
+             * Email To
+             * @description Addresses e-mailed on every event, when SMTP is configured
+             */
+            email_to?: string[] | null;
+        };
+        /** ProtectedDatabasePublic */
+        ProtectedDatabasePublic: {
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Database */
+            database: string;
+            /** Source Target Id */
+            source_target_id: number | null;
+            /** Backup Glob */
+            backup_glob: string | null;
+            /** Rto S */
+            rto_s: number;
+            /** Drill Schedule */
+            drill_schedule: string | null;
+            /** Drill Timezone */
+            drill_timezone: string;
+            /** Drill Grace S */
+            drill_grace_s: number;
+            /** Drill Preset */
+            drill_preset: string;
+            /**
+             * Webhook
+             * @description The webhook's scheme, host and port; its path is hidden (chat services put a token there)
+             */
+            webhook: string | null;
+            /** Has Webhook Secret */
+            has_webhook_secret: boolean;
+            /** Email To */
+            email_to: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            status: components["schemas"]["ProtectionStatus"];
+        };
+        /**
+         * ProtectedDatabaseUpdate
+         * @description Only the fields sent change; webhook_secret: null removes the secret.
+         */
+        ProtectedDatabaseUpdate: {
+            /** Name */
+            name?: string | null;
+            /**
+             * Database
+             * @description The database, as backups name it
+             */
+            database?: string | null;
+            /**
+             * Source Target Id
+             * @description A saved server the database lives on: only backups its backup jobs wrote count
+             */
+            source_target_id?: number | null;
+            /**
+             * Backup Glob
+             * @description Only backups whose path relative to their backup root matches this shell pattern count (e.g. nightly/shop-*; * also matches /). Needed for backups that do not name their databases (mysqldump --tab directories)
+             */
+            backup_glob?: string | null;
+            /**
+             * Rto S
+             * @description Target restore time in seconds: the restore must take less
+             */
+            rto_s?: number | null;
+            /**
+             * Drill Schedule
+             * @description When drills run: a five-field cron expression (minute hour day month weekday), e.g. 0 2 * * *; empty for no scheduled drills
+             */
+            drill_schedule?: string | null;
+            /**
+             * Drill Timezone
+             * @description IANA time zone of the schedule
+             */
+            drill_timezone?: string | null;
+            /**
+             * Drill Grace S
+             * @description A scheduled drill not started this many seconds after its time is overdue
+             */
+            drill_grace_s?: number | null;
+            /**
+             * Drill Preset
+             * @description Sandbox preset drills restore into
+             */
+            drill_preset?: string | null;
+            /**
+             * Webhook Url
+             * @description JSON POSTed here on every event
+             */
+            webhook_url?: string | null;
+            /**
+             * Webhook Secret
+             * @description Signs each webhook body (X-Restorescope-Signature: sha256=HMAC); stored encrypted, never returned. null removes it
+             */
+            webhook_secret?: string | null;
+            /**
+             * Email To
+             * @description Addresses e-mailed on every event, when SMTP is configured
+             */
+            email_to?: string[] | null;
+        };
+        /** ProtectedDatabasesPublic */
+        ProtectedDatabasesPublic: {
+            /** Data */
+            data: components["schemas"]["ProtectedDatabasePublic"][];
+            /**
+             * Smtp Configured
+             * @description Whether this server can send e-mail (RESTORESCOPE_SMTP_HOST is set)
+             */
+            smtp_configured: boolean;
+        };
+        /** ProtectionStatus */
+        ProtectionStatus: {
+            /**
+             * Backups
+             * @description Backups of this database found under the roots
+             */
+            backups: number;
+            latest_backup: components["schemas"]["BackupRef"] | null;
+            estimate: components["schemas"]["EstimatePublic"] | null;
+            /**
+             * Rto State
+             * @description over: the estimate exceeds the RTO; unknown: no measured run yet
+             * @enum {string}
+             */
+            rto_state: "within" | "over" | "unknown";
+            /**
+             * Schedule Text
+             * @description The drill schedule in words
+             */
+            schedule_text: string | null;
+            /** Next Drill At */
+            next_drill_at: string | null;
+            /**
+             * Overdue Since
+             * @description The scheduled time of a drill that has not started in time
+             */
+            overdue_since: string | null;
+            last_drill: components["schemas"]["DrillPublic"] | null;
+            /** Active Drill Job Id */
+            active_drill_job_id: number | null;
+        };
+        /** RangePublic */
+        RangePublic: {
+            /** T0 Us */
+            t0_us: number;
+            /** T1 Us */
+            t1_us: number;
+        };
+        /**
+         * RecordPublic
+         * @description The score of a rule over every re-run made with it.
+         */
+        RecordPublic: {
+            /** Applied */
+            applied: number;
+            /** Measured */
+            measured: number;
+            /**
+             * Helped
+             * @description Re-runs at least 5% faster than their parent
+             */
+            helped: number;
+            /** Median Speedup */
+            median_speedup: number | null;
+            /**
+             * Recent
+             * @description The latest re-runs, newest first
+             */
+            recent: components["schemas"]["OutcomePublic"][];
         };
         /** RestoreJobCreate */
         RestoreJobCreate: {
@@ -901,14 +2119,112 @@ export interface components {
              */
             verify: boolean;
             /**
+             * Checksum Source Id
+             * @description A saved target holding the data the backup was taken from: after the row counts, CHECKSUM TABLE ... EXTENDED of every restored table is compared with the same table there, and a difference fails the job. The source must not have changed since the backup (else differences are expected), and CHECKSUM TABLE reads every row on both servers (costly on big tables). An unreachable source is skipped with a warning. Logical restores with verify only
+             */
+            checksum_source_id?: number | null;
+            /**
              * Capture
              * @description How to record every read, write and fsync of every thread for the IO timeline: auto (eBPF when it can run here, else strace), none, strace, ebpf, or fuse (a logging passthrough file system over the sandbox datadir). An explicit choice that cannot run fails the job.
              * @default auto
              * @enum {string}
              */
             capture: "auto" | "none" | "strace" | "ebpf" | "fuse";
-            /** Started By */
-            started_by?: string | null;
+            /**
+             * Runner
+             * @description What restores the backup: loader (restorescope's parallel loader: mysqldump files, mysqldump --tab, mydumper and MySQL Shell dumps), mysql (the mysql client reading a mysqldump file, one connection), myloader (mydumper directories), mysqlimport (mysqldump --tab directories with plain .txt files), mariabackup (a mariabackup directory: prepared on a copy, copied back into a new sandbox, started and checked table by table), xtrabackup (the same for Percona XtraBackup; untested), or auto: mariabackup (xtrabackup) for a physical backup, else the loader, which reads every dump format and is the fastest. A runner that cannot read the backup's format is refused.
+             * @default auto
+             * @enum {string}
+             */
+            runner: "auto" | "loader" | "mysql" | "myloader" | "mysqlimport" | "mariabackup" | "xtrabackup";
+            /**
+             * Use Memory
+             * @description Physical backups: memory the prepare may use to apply the redo log (mariabackup --use-memory, e.g. 1G; default 96M). Redo that does not fit is applied in several recovery batches, more slowly
+             */
+            use_memory?: string | null;
+            /**
+             * Read Io Threads
+             * @description Physical backups: --innodb-read-io-threads of the prepare
+             */
+            read_io_threads?: number | null;
+            /**
+             * Write Io Threads
+             * @description Physical backups: --innodb-write-io-threads of the prepare
+             */
+            write_io_threads?: number | null;
+            /**
+             * Threads
+             * @description Connections loading in parallel (loader, myloader, mysqlimport); default: the number of CPUs the worker may run on (2 when that cannot be read), at most 64. The mysql client always uses one.
+             */
+            threads?: number | null;
+            /**
+             * Chunk Size
+             * @description Bytes of a table the loader loads in one transaction (64 KiB to 1 GiB; default 64 MiB): smaller chunks spread one big table over more threads, larger ones commit less often
+             * @default 67108864
+             */
+            chunk_size: number;
+        };
+        /**
+         * Role
+         * @description What a user may do; each role may do everything the ones below it may.
+         * @enum {string}
+         */
+        Role: "viewer" | "operator" | "admin";
+        /** RunPublic */
+        RunPublic: {
+            /**
+             * Job Id
+             * @description None for a drill that could not restore anything
+             */
+            job_id: number | null;
+            /** Drill */
+            drill: boolean;
+            /** Status */
+            status: string;
+            /** Backup Verdict */
+            backup_verdict: ("restores" | "does_not_restore") | null;
+            /**
+             * Method
+             * @description runner · format (compression)
+             */
+            method: string;
+            /** Runner */
+            runner: string;
+            /**
+             * At
+             * Format: date-time
+             * @description When the run ended
+             */
+            at: string;
+            /** Started At */
+            started_at: string | null;
+            /**
+             * Duration S
+             * @description The whole job: server start, restore, verification
+             */
+            duration_s: number | null;
+            /**
+             * Restore S
+             * @description The phases that moved the backup's bytes
+             */
+            restore_s: number | null;
+            /**
+             * Mb Per S
+             * @description Backup MB (10^6) over restore_s
+             */
+            mb_per_s: number | null;
+            /**
+             * Baseline Mb Per S
+             * @description Median of the same method's previous runs
+             */
+            baseline_mb_per_s: number | null;
+            /**
+             * Regression
+             * @description Much slower than the baseline (see regression_rule)
+             */
+            regression: boolean;
+            /** Error */
+            error: string | null;
         };
         /**
          * SandboxTargetSpec
@@ -934,6 +2250,20 @@ export interface components {
              * @default false
              */
             keep: boolean;
+        };
+        /**
+         * SavedSourceSpec
+         * @description A server saved under /targets, read by the backup tool through a 0600 option file.
+         */
+        SavedSourceSpec: {
+            /**
+             * Kind
+             * @default saved
+             * @constant
+             */
+            kind: "saved";
+            /** Target Id */
+            target_id: number;
         };
         /**
          * SavedTargetSpec
@@ -1016,6 +2346,30 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /** SettingDiffPublic */
+        SettingDiffPublic: {
+            /** Option */
+            option: string;
+            /** A */
+            a: unknown;
+            /** B */
+            b: unknown;
+        };
+        /** SettingPublic */
+        SettingPublic: {
+            /**
+             * Option
+             * @description A restore request field (runner, threads, chunk_size, backup_path, database, use_memory, read_io_threads...), target.options.NAME for a sandbox's server option, or backup.tool / backup.compression for the next backup
+             */
+            option: string;
+            /** Value */
+            value: unknown;
+            /**
+             * Previous
+             * @description What the analysed run had
+             */
+            previous: unknown;
+        };
         /** SizeBucketPublic */
         SizeBucketPublic: {
             /** Le Bytes */
@@ -1071,14 +2425,79 @@ export interface components {
             /** Fsync Time Pct */
             fsync_time_pct: number;
         };
-        /** TargetCheck */
+        /** SuggestionPublic */
+        SuggestionPublic: {
+            /** Rule */
+            rule: string;
+            /** Title */
+            title: string;
+            /** Seen */
+            seen: string;
+            /** Numbers */
+            numbers: components["schemas"]["NumberPublic"][];
+            where: components["schemas"]["WherePublic"];
+            change: components["schemas"]["ChangePublic"];
+            /** Expected */
+            expected: string;
+            /**
+             * Expected Gain
+             * @description Share of the phase the change should save, from this run's evidence
+             */
+            expected_gain: number;
+            /** Expected Speedup */
+            expected_speedup: number;
+            /** Caveat */
+            caveat: string;
+            /**
+             * Minor
+             * @description Below the gain worth a re-run: listed so the reader sees it was checked
+             */
+            minor: boolean;
+            /**
+             * Reruns
+             * @description Re-runs of this job made with this suggestion
+             */
+            reruns: components["schemas"]["OutcomePublic"][];
+            record: components["schemas"]["RecordPublic"];
+        };
+        /**
+         * TargetCheck
+         * @description What a connection check found: the server's version and host, or why the login failed.
+         */
         TargetCheck: {
             /** Ok */
             ok: boolean;
-            /** Server Version */
-            server_version?: string | null;
+            /**
+             * Checked At
+             * Format: date-time
+             */
+            checked_at: string;
             /** Message */
             message: string;
+            /**
+             * Problem
+             * @description Why the check failed: wrong_password (or no such user), tls_required (the account or server accepts TLS only), unreachable, unknown_database (the default database), not_allowed (the account may not log in from here), other
+             */
+            problem?: ("wrong_password" | "tls_required" | "unreachable" | "unknown_database" | "not_allowed" | "other") | null;
+            /** Server Version */
+            server_version?: string | null;
+            /** Server Flavour */
+            server_flavour?: ("mariadb" | "mysql") | null;
+            /**
+             * Server Hostname
+             * @description The server's @@hostname
+             */
+            server_hostname?: string | null;
+            /**
+             * On Worker Host
+             * @description Whether the server runs on a live worker's host, as mysqldump --tab and mariabackup need; null when no worker is running to compare with
+             */
+            on_worker_host?: boolean | null;
+            /**
+             * Worker Host Note
+             * @description Why on_worker_host is what it is
+             */
+            worker_host_note?: string | null;
         };
         /** TargetCreate */
         TargetCreate: {
@@ -1096,44 +2515,46 @@ export interface components {
             port: number;
             /**
              * Socket
-             * @description Unix socket path; used instead of host and port
+             * @description Unix socket path on the worker's host; used instead of host and port
              */
             socket?: string | null;
             /** User */
             user: string;
-            /** Notes */
-            notes?: string | null;
             /**
              * Password
              * @description Stored encrypted; never returned by the API
              */
             password?: string | null;
-        };
-        /** TargetPublic */
-        TargetPublic: {
-            /** Name */
-            name: string;
             /**
-             * Host
-             * @default 127.0.0.1
+             * Default Database
+             * @description The database a connection check opens (it must exist), and the backup form's suggestion
              */
-            host: string;
-            /**
-             * Port
-             * @default 3306
-             */
-            port: number;
-            /**
-             * Socket
-             * @description Unix socket path; used instead of host and port
-             */
-            socket?: string | null;
-            /** User */
-            user: string;
+            default_database?: string | null;
             /** Notes */
             notes?: string | null;
+        };
+        /**
+         * TargetPublic
+         * @description A saved server as anyone may read it: its password never, only whether there is one. Plain types, so a row
+         *     saved under older rules is still listed.
+         */
+        TargetPublic: {
             /** Id */
             id: number;
+            /** Name */
+            name: string;
+            /** Host */
+            host: string;
+            /** Port */
+            port: number;
+            /** Socket */
+            socket: string | null;
+            /** User */
+            user: string;
+            /** Default Database */
+            default_database: string | null;
+            /** Notes */
+            notes: string | null;
             /** Has Password */
             has_password: boolean;
             /**
@@ -1141,6 +2562,52 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** Updated At */
+            updated_at: string | null;
+            /** @description The latest connection check; none since the last edit */
+            last_check: components["schemas"]["TargetCheck"] | null;
+            /**
+             * Job Count
+             * @description Jobs that restored into it or backed it up (finished or not)
+             */
+            job_count: number;
+            /**
+             * Active Job Ids
+             * @description Queued and running jobs that use it (also as a checksum source): it cannot be deleted meanwhile
+             */
+            active_job_ids: number[];
+        };
+        /**
+         * TargetUpdate
+         * @description Only the fields sent change. null clears socket, default_database, notes or the password; the other fields
+         *     cannot be null. The password is write-only: a new one replaces the stored one, and leaving it out keeps it.
+         */
+        TargetUpdate: {
+            /** Name */
+            name?: string | null;
+            /** Host */
+            host?: string | null;
+            /** Port */
+            port?: number | null;
+            /**
+             * Socket
+             * @description Unix socket path on the worker's host; used instead of host and port
+             */
+            socket?: string | null;
+            /** User */
+            user?: string | null;
+            /**
+             * Password
+             * @description A new password (stored encrypted; never returned); null removes the stored one
+             */
+            password?: string | null;
+            /**
+             * Default Database
+             * @description The database a connection check opens (it must exist), and the backup form's suggestion
+             */
+            default_database?: string | null;
+            /** Notes */
+            notes?: string | null;
         };
         /** TargetsPublic */
         TargetsPublic: {
@@ -1232,6 +2699,94 @@ export interface components {
                 [key: string]: string | number | null;
             };
         };
+        /** TrendsPublic */
+        TrendsPublic: {
+            /**
+             * Generated At
+             * Format: date-time
+             */
+            generated_at: string;
+            /** Days */
+            days: number;
+            /** Regression Rule */
+            regression_rule: string;
+            /** Databases */
+            databases: components["schemas"]["DatabaseTrend"][];
+        };
+        /** UserCreate */
+        UserCreate: {
+            /**
+             * Username
+             * @description 1-64 characters: letters, digits and . _ @ -, starting with a letter or digit; case-insensitive
+             */
+            username: string;
+            /** @default viewer */
+            role: components["schemas"]["Role"];
+            /**
+             * Password
+             * @description Empty: a random one-time password is made and returned once
+             */
+            password?: string | null;
+            /**
+             * Must Change Password
+             * @description The user must choose their own at first login
+             * @default true
+             */
+            must_change_password: boolean;
+        };
+        /** UserPublic */
+        UserPublic: {
+            /** Id */
+            id: number;
+            /** Username */
+            username: string;
+            role: components["schemas"]["Role"];
+            /** Disabled */
+            disabled: boolean;
+            /**
+             * Must Change Password
+             * @description A one-time password: nothing but changing it is allowed
+             */
+            must_change_password: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Password Changed At
+             * Format: date-time
+             */
+            password_changed_at: string;
+            /** Last Login At */
+            last_login_at: string | null;
+        };
+        /** UserUpdate */
+        UserUpdate: {
+            role?: components["schemas"]["Role"] | null;
+            /**
+             * Disabled
+             * @description A disabled user cannot log in; their sessions end
+             */
+            disabled?: boolean | null;
+        };
+        /**
+         * UserWithPassword
+         * @description A user just created or given a new password; the one-time password is shown here and never again.
+         */
+        UserWithPassword: {
+            user: components["schemas"]["UserPublic"];
+            /**
+             * One Time Password
+             * @description Set when the API made the password; give it to the user
+             */
+            one_time_password: string | null;
+        };
+        /** UsersPublic */
+        UsersPublic: {
+            /** Data */
+            data: components["schemas"]["UserPublic"][];
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -1261,6 +2816,19 @@ export interface components {
             ok: boolean;
             /** Detail */
             detail: string | null;
+        };
+        /** WherePublic */
+        WherePublic: {
+            /**
+             * Lanes
+             * @description Thread ids of the lanes the timeline highlights
+             */
+            lanes: number[];
+            /**
+             * Ranges
+             * @description Time ranges the timeline highlights
+             */
+            ranges: components["schemas"]["RangePublic"][];
         };
         /** WindowLanePublic */
         WindowLanePublic: {
@@ -1342,6 +2910,112 @@ export interface operations {
             };
         };
     };
+    "auth-log_in": {
+        parameters: {
+            query?: never;
+            header?: {
+                "user-agent"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LoginRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "auth-log_out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "auth-read_me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+        };
+    };
+    "auth-change_password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordChange"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     "jobs-read_jobs": {
         parameters: {
             query?: {
@@ -1349,6 +3023,7 @@ export interface operations {
                 kind?: string | null;
                 backup_id?: number | null;
                 target_id?: number | null;
+                /** @description Only jobs this user started */
                 started_by?: string | null;
                 created_after?: string | null;
                 created_before?: string | null;
@@ -1391,6 +3066,39 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RestoreJobCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDetail"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "jobs-create_backup_job": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackupJobCreate"];
             };
         };
         responses: {
@@ -1687,6 +3395,70 @@ export interface operations {
             };
         };
     };
+    "targets-delete_target": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                target_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "targets-update_target": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                target_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TargetUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TargetPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     "targets-check_target": {
         parameters: {
             query?: never;
@@ -1706,35 +3478,6 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TargetCheck"];
                 };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-        };
-    };
-    "targets-delete_target": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                target_id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             /** @description Validation Error */
             422: {
@@ -1991,6 +3734,633 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TraceImportPublic"];
+                };
+            };
+        };
+    };
+    "advisor-read_advice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdvicePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "advisor-rerun_with_suggestion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: number;
+                rule: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDetail"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "advisor-compare_runs": {
+        parameters: {
+            query: {
+                /** @description The first run (usually the parent) */
+                a: number;
+                /** @description The second run (usually the re-run) */
+                b: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComparePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "users-read_users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsersPublic"];
+                };
+            };
+        };
+    };
+    "users-create_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserWithPassword"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "users-delete_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "users-update_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "users-reset_password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordReset"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserWithPassword"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "audit-read_events": {
+        parameters: {
+            query?: {
+                /** @description Only these actions, e.g. job.cancel */
+                action?: string[] | null;
+                username?: string | null;
+                object_type?: string | null;
+                object_id?: string | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "protected-databases-read_protected_databases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedDatabasesPublic"];
+                };
+            };
+        };
+    };
+    "protected-databases-create_protected_database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProtectedDatabaseCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedDatabasePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "protected-databases-read_protected_database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                protected_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedDatabasePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "protected-databases-delete_protected_database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                protected_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "protected-databases-update_protected_database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                protected_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProtectedDatabaseUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedDatabasePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "protected-databases-start_drill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                protected_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "drills-read_drills": {
+        parameters: {
+            query?: {
+                protected_database_id?: number | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "trends-read_trends": {
+        parameters: {
+            query?: {
+                /** @description How many days back runs are shown */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrendsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "trends-export_runs": {
+        parameters: {
+            query?: {
+                /** @description How many days back runs are shown */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One line per run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "notifications-read_notifications": {
+        parameters: {
+            query?: {
+                protected_database_id?: number | null;
+                status?: ("pending" | "sending" | "retrying" | "sent" | "failed") | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    "notifications-send_test_notification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                protected_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationsPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

@@ -1,6 +1,8 @@
 import { useQuery } from "@tanstack/react-query";
-import { NavLink, Outlet } from "react-router-dom";
+import { Link, NavLink, Outlet, useSearchParams } from "react-router-dom";
 
+import { canOperate, isAdmin } from "../auth/roles";
+import { useCurrentUser, useLogout } from "../queries/auth";
 import { healthQuery } from "../queries/health";
 import { useTheme } from "./theme";
 
@@ -33,7 +35,30 @@ function ThemeToggle() {
   );
 }
 
+function UserMenu() {
+  const user = useCurrentUser();
+  const logout = useLogout();
+  return (
+    <span className="user-menu">
+      <Link to="/password" title="Change your password" data-testid="current-user">
+        {user.username}
+      </Link>
+      <span className={`badge role-${user.role}`}>{user.role}</span>
+      <button
+        className="small"
+        disabled={logout.isPending}
+        onClick={() => logout.mutate()}
+      >
+        Log out
+      </button>
+    </span>
+  );
+}
+
 export function Layout() {
+  const [search] = useSearchParams();
+  const { role } = useCurrentUser();
+  const backupForm = search.get("kind") === "backup";
   return (
     <>
       <header className="topbar">
@@ -44,11 +69,31 @@ export function Layout() {
           <NavLink to="/" end>
             Jobs
           </NavLink>
-          <NavLink to="/launch">New restore</NavLink>
-          <NavLink to="/import">Import trace</NavLink>
+          {canOperate(role) && (
+            <>
+              {/* NavLink matches the path only: the query tells the two forms apart. */}
+              <NavLink to="/launch" end className={({ isActive }) => (isActive && !backupForm ? "active" : "")}>
+                New restore
+              </NavLink>
+              <NavLink to="/launch?kind=backup" className={({ isActive }) => (isActive && backupForm ? "active" : "")}>
+                New backup
+              </NavLink>
+              <NavLink to="/import">Import trace</NavLink>
+            </>
+          )}
+          <NavLink to="/servers">Saved servers</NavLink>
+          <NavLink to="/trends">Trends</NavLink>
+          <NavLink to="/protected">Protected databases</NavLink>
+          {isAdmin(role) && (
+            <>
+              <NavLink to="/users">Users</NavLink>
+              <NavLink to="/audit">Audit log</NavLink>
+            </>
+          )}
         </nav>
         <span className="spacer" />
         <HealthIndicator />
+        <UserMenu />
         <ThemeToggle />
       </header>
       <main>

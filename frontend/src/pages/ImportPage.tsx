@@ -3,6 +3,7 @@ import { Link } from "react-router-dom";
 
 import { ApiError } from "../api/errors";
 import { ErrorMessage } from "../components/common";
+import { RequireRole } from "../components/RequireLogin";
 import { useImportTrace } from "../queries/traces";
 import { formatBytes, formatCount } from "../timeline/format";
 
@@ -26,6 +27,14 @@ function importErrorHint(error: unknown): string | null {
 }
 
 export function ImportPage() {
+  return (
+    <RequireRole role="operator" what="importing traces">
+      <ImportForm />
+    </RequireRole>
+  );
+}
+
+function ImportForm() {
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState("");
   const [over, setOver] = useState(false);

@@ -1,13 +1,15 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link, useNavigate, useSearchParams } from "react-router-dom";
 
+import { canOperate } from "../auth/roles";
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
 import { backupText, phaseText, targetText } from "../components/jobText";
+import { useCurrentUser } from "../queries/auth";
 import { backupRootsQuery } from "../queries/backups";
 import { JOBS_PER_PAGE, JOB_STATUSES, type Job, isActive, jobsQuery } from "../queries/jobs";
 import { formatRate, formatSeconds } from "../timeline/format";
 
-const KINDS = ["restore", "import"];
+const KINDS = ["restore", "backup", "import"];
 
 function startedText(job: Job): string {
   const when = new Date(job.created_at);
@@ -39,7 +41,7 @@ function JobRow({ job, roots }: { job: Job; roots: string[] }) {
       <td>{startedText(job)}</td>
       <td className="num">{formatSeconds(job.duration_s)}</td>
       <td style={{ minWidth: 120 }}>
-        {job.kind === "restore" ? (
+        {job.kind === "restore" || job.kind === "backup" ? (
           <>
             <ProgressBar percent={job.percent} status={job.status} small />
             <span className="sub">{job.percent === null ? "–" : `${job.percent.toFixed(0)} %`}</span>
@@ -61,6 +63,7 @@ export function JobsPage() {
   const offset = Math.max(0, Number(params.get("offset") ?? 0) || 0);
   const jobs = useQuery(jobsQuery({ status, kind, offset }));
   const roots = useQuery(backupRootsQuery());
+  const operator = canOperate(useCurrentUser().role);
 
   const setOffset = (value: number): void => {
     const next = new URLSearchParams(params);
@@ -96,12 +99,16 @@ export function JobsPage() {
           </span>
         )}
         <span className="spacer" />
-        <Link className="button" to="/import">
-          Import a trace
-        </Link>
-        <Link className="button primary" to="/launch">
-          New restore
-        </Link>
+        {operator && (
+          <>
+            <Link className="button" to="/import">
+              Import a trace
+            </Link>
+            <Link className="button primary" to="/launch">
+              New restore
+            </Link>
+          </>
+        )}
       </div>
       <div className="panel">
         <div className="filters" style={{ marginBottom: 10 }}>
@@ -134,6 +141,8 @@ export function JobsPage() {
           <Empty title={filtered ? "No job matches these filters" : "No jobs yet"}>
             {filtered ? (
               "Clear the filters to see every job."
+            ) : !operator ? (
+              "Jobs that operators launch show here."
             ) : (
               <>
                 <Link to="/launch">Launch a restore</Link> of a backup, or <Link to="/import">import a trace</Link> you

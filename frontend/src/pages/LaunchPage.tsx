@@ -1,18 +1,29 @@
 import { useQuery } from "@tanstack/react-query";
 import { type SyntheticEvent, useMemo, useState } from "react";
-import { Link, useNavigate } from "react-router-dom";
+import { Link, useNavigate, useSearchParams } from "react-router-dom";
 
 import { ApiError } from "../api/errors";
+import { BackupForm } from "../components/BackupForm";
 import { Empty, ErrorMessage, Loading } from "../components/common";
 import { Field } from "../components/Field";
+import { RequireRole } from "../components/RequireLogin";
+import { NoSavedServers, SavedServerSelect } from "../components/SavedServerSelect";
 import { relativeToRoots } from "../components/jobText";
+import {
+  DEFAULT_CHUNK_MIB,
+  type Runner,
+  chunkSizeBytes,
+  isPhysical,
+  runnerMismatch,
+  runnersFor,
+  threadsValue,
+  memoryValue,
+} from "../components/runners";
 import { type Backup, backupsQuery } from "../queries/backups";
 import { type RestoreRequest, useCreateRestore } from "../queries/jobs";
 import { type ServerOptions, presetsQuery } from "../queries/presets";
 import { targetsQuery } from "../queries/targets";
 import { formatBytes } from "../timeline/format";
-
-const STARTED_BY_KEY = "restorescope.startedBy";
 
 type Capture = RestoreRequest["capture"];
 const CAPTURES: { value: Capture; label: string }[] = [
@@ -28,12 +39,14 @@ function relativePath(backup: Backup): string {
   return relativeToRoots(backup.path, [backup.root]);
 }
 
-/** Why a backup cannot be restored by this version, in the words the API would use. */
+/** Why a backup cannot be restored, in the words the API would use. */
 function notRestorableReason(backup: Backup): string | null {
   if (backup.missing) return "the file is gone from disk";
   if (backup.restorable) return null;
   if (backup.format === "sql") return "no mysqldump header found: restorescope restores mysqldump files";
-  return `a ${backup.format} backup: this version restores mysqldump files (.sql, .sql.gz, .sql.zst) only`;
+  const problems = backup.details.problems;
+  if (Array.isArray(problems) && problems.length > 0) return problems.map(String).join("; ");
+  return `a ${backup.format} backup: restorescope restores mysqldump files, --tab, mydumper and MySQL Shell dumps, and mariabackup directories`;
 }
 
 const OPTION_NAMES = [
@@ -85,6 +98,31 @@ function presetValue(options: ServerOptions | undefined, name: keyof ServerOptio
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
+/** What the newest restore of this backup showed: a warning when it did not restore, a quiet tick when it did. */
+function LastRestore({ backup }: { backup: Backup }) {
+  const last = backup.last_restore;
+  if (!last) return null;
+  const to = `/jobs/${String(last.job_id)}`;
+  if (last.verdict === "does_not_restore") {
+    return (
+      <>
+        {" "}
+        <Link to={to} onClick={(event) => event.stopPropagation()} className="badge bad" title={last.error ?? "The last restore of this backup failed because of the backup"}>
+          does not restore
+        </Link>
+      </>
+    );
+  }
+  return (
+    <>
+      {" "}
+      <Link to={to} onClick={(event) => event.stopPropagation()} className="sub" title="The last restore of this backup restored and verified every table">
+        restored ✓
+      </Link>
+    </>
+  );
+}
+
 function BackupPicker({
   selected,
   onSelect,
@@ -102,7 +140,8 @@ function BackupPicker({
     <div className="field">
       {backups.data.data.length === 0 ? (
         <Empty title="No backups found">
-          Put mysqldump files (.sql, .sql.gz, .sql.zst) under <code>{roots}</code>, then reload this page.
+          Put mysqldump files (.sql, .sql.gz, .sql.zst) or dump directories (mysqldump --tab, mydumper, MySQL Shell)
+          under <code>{roots}</code>, then reload this page.
         </Empty>
       ) : (
         <div className="scroll" style={{ maxHeight: 260 }}>
@@ -146,7 +185,10 @@ function BackupPicker({
                     </td>
                     <td className="num">{formatBytes(backup.size_bytes)}</td>
                     <td>{new Date(backup.modified_at).toLocaleString([], { dateStyle: "short", timeStyle: "short" })}</td>
-                    <td>{reason === null ? <span className="badge ok">yes</span> : <span className="sub">{reason}</span>}</td>
+                    <td>
+                      {reason === null ? <span className="badge ok">yes</span> : <span className="sub">{reason}</span>}
+                      <LastRestore backup={backup} />
+                    </td>
                   </tr>
                 );
               })}
@@ -164,7 +206,43 @@ function BackupPicker({
   );
 }
 
+type LaunchKind = "restore" | "backup";
+
+/** New restore or new backup: the kind is in the URL (?kind=backup), so either form can be linked to. */
 export function LaunchPage() {
+  const [search, setSearch] = useSearchParams();
+  // Held here too: the radio flips at once, and the URL follows (a router navigation lands a moment later).
+  const [kind, setKind] = useState<LaunchKind>(search.get("kind") === "backup" ? "backup" : "restore");
+  const choose = (next: LaunchKind): void => {
+    setKind(next);
+    setSearch(next === "backup" ? { kind: "backup" } : {}, { replace: true });
+  };
+  return (
+    <>
+      <div className="page-head">
+        <h1>{kind === "backup" ? "New backup" : "New restore"}</h1>
+        <div className="filters" role="radiogroup" aria-label="Job kind">
+          <label>
+            <input type="radio" name="job-kind" checked={kind === "restore"} onChange={() => choose("restore")} /> Restore
+          </label>
+          <label>
+            <input type="radio" name="job-kind" checked={kind === "backup"} onChange={() => choose("backup")} /> Backup
+          </label>
+        </div>
+        <span className="sub">
+          {kind === "backup"
+            ? "Back up a saved server into a new directory under a backup root; the backup is listed for restores."
+            : "Restore a backup into a scratch server started for the job, or into a saved server."}
+        </span>
+      </div>
+      <RequireRole role="operator" what={kind === "backup" ? "backing up" : "launching restores"}>
+        {kind === "backup" ? <BackupForm /> : <RestoreForm />}
+      </RequireRole>
+    </>
+  );
+}
+
+function RestoreForm() {
   const navigate = useNavigate();
   const presets = useQuery(presetsQuery());
   const targets = useQuery(targetsQuery());
@@ -178,32 +256,67 @@ export function LaunchPage() {
   const [targetId, setTargetId] = useState("");
   const [database, setDatabase] = useState("");
   const [verify, setVerify] = useState(true);
+  const [checksumSourceId, setChecksumSourceId] = useState("");
   const [capture, setCapture] = useState<Capture>("auto");
-  const [startedBy, setStartedBy] = useState(() => localStorage.getItem(STARTED_BY_KEY) ?? "");
+  const [runner, setRunner] = useState<Runner>("auto");
+  const [threads, setThreads] = useState("");
+  const [chunkMib, setChunkMib] = useState(String(DEFAULT_CHUNK_MIB));
+  const [useMemory, setUseMemory] = useState("");
+  const [readIoThreads, setReadIoThreads] = useState("");
+  const [writeIoThreads, setWriteIoThreads] = useState("");
+  const backups = useQuery(backupsQuery());
+  const chosenBackup = backups.data?.data.find((b) => b.path === backupPath);
+  // A physical backup offers auto and its own tool; a runner chosen for a dump before falls back to auto.
+  const physical = isPhysical(chosenBackup?.format);
+  const offeredRunners = runnersFor(chosenBackup?.format);
+  const chosenRunner: Runner = offeredRunners.some((r) => r.value === runner) ? runner : "auto";
 
   const presetOptions = useMemo(() => presets.data?.find((p) => p.name === preset), [presets.data, preset]);
   const apiError = create.error instanceof ApiError ? create.error : null;
   const fieldError = (field: string): string | undefined => apiError?.fieldMessage(field);
   const unplacedErrors = apiError?.fields.filter(
     (e) =>
-      !["backup_path", "target", "database", "started_by", "verify", "capture"].some(
+      ![
+        "backup_path",
+        "target",
+        "database",
+        "verify",
+        "checksum_source_id",
+        "capture",
+        "runner",
+        "threads",
+        "chunk_size",
+        "use_memory",
+        "read_io_threads",
+        "write_io_threads",
+      ].some(
         (f) => e.field === f || e.field.startsWith(`${f}.`),
       ),
   );
 
   const submit = (event: SyntheticEvent): void => {
     event.preventDefault();
-    localStorage.setItem(STARTED_BY_KEY, startedBy);
     const body: RestoreRequest = {
       backup_path: backupPath,
       target:
         targetKind === "sandbox"
           ? { kind: "sandbox", preset, options: optionsBody(overrides), keep }
           : { kind: "saved", target_id: Number(targetId) },
-      database: database.trim() || null,
+      database: physical ? null : database.trim() || null, // a physical backup restores the whole server
       verify,
+      // Only a logical restore's verification compares checksums (the API refuses it otherwise).
+      checksum_source_id: !physical && verify && checksumSourceId !== "" ? Number(checksumSourceId) : null,
       capture,
-      started_by: startedBy.trim() || null,
+      runner: chosenRunner,
+      threads: physical ? null : threadsValue(threads),
+      chunk_size: chunkSizeBytes(chunkMib),
+      ...(physical
+        ? {
+            use_memory: memoryValue(useMemory),
+            read_io_threads: threadsValue(readIoThreads),
+            write_io_threads: threadsValue(writeIoThreads),
+          }
+        : {}),
     };
     create.mutate(body, { onSuccess: (job) => void navigate(`/jobs/${String(job.id)}`) });
   };
@@ -234,11 +347,7 @@ export function LaunchPage() {
   );
 
   return (
-    <form onSubmit={submit} noValidate>
-      <div className="page-head">
-        <h1>New restore</h1>
-        <span className="sub">Restore a backup into a scratch server started for the job, or into a saved server.</span>
-      </div>
+    <form onSubmit={submit} noValidate aria-label="New restore">
       {create.isError && (
         <ErrorMessage error={create.error} title="The restore was not started">
           {unplacedErrors && unplacedErrors.length > 0 ? null : <div>Fix the fields marked below and launch again.</div>}
@@ -303,19 +412,12 @@ export function LaunchPage() {
             error={fieldError("target.target_id") ?? fieldError("target")}
             hint={
               targets.data?.data.length === 0 ? (
-                <>No saved servers yet: add one with POST /api/v1/targets (see the API docs at <a href="/docs">/docs</a>).</>
+                <NoSavedServers />
               ) : undefined
             }
           >
             {(props) => (
-              <select {...props} value={targetId} onChange={(event) => setTargetId(event.target.value)} style={{ maxWidth: 420 }}>
-                <option value="">Choose a server…</option>
-                {targets.data?.data.map((target) => (
-                  <option key={target.id} value={target.id}>
-                    {target.name} ({target.socket ?? `${target.host}:${String(target.port)}`}, user {target.user})
-                  </option>
-                ))}
-              </select>
+              <SavedServerSelect fieldProps={props} targets={targets.data?.data} value={targetId} onChange={setTargetId} />
             )}
           </Field>
         )}
@@ -323,16 +425,15 @@ export function LaunchPage() {
       <div className="panel">
         <h2>3. Options</h2>
         <div className="grid-3">
-          <Field
-            label="Database"
-            hint="Restore into this database; needed when the dump has no CREATE DATABASE / USE of its own."
-            error={fieldError("database")}
-          >
-            {(props) => <input {...props} value={database} onChange={(event) => setDatabase(event.target.value)} placeholder="(from the dump)" />}
-          </Field>
-          <Field label="Started by" hint="Shown in the job list; remembered in this browser." error={fieldError("started_by")}>
-            {(props) => <input {...props} value={startedBy} onChange={(event) => setStartedBy(event.target.value)} placeholder="your name" />}
-          </Field>
+          {!physical && (
+            <Field
+              label="Database"
+              hint="Restore into this database; needed when the dump has no CREATE DATABASE / USE of its own."
+              error={fieldError("database")}
+            >
+              {(props) => <input {...props} value={database} onChange={(event) => setDatabase(event.target.value)} placeholder="(from the dump)" />}
+            </Field>
+          )}
           <Field
             label="IO capture (for the timeline)"
             hint="Records every read, write and fsync of every server thread. An explicit choice that cannot run here fails the job."
@@ -348,13 +449,106 @@ export function LaunchPage() {
               </select>
             )}
           </Field>
+          <Field
+            label="Runner"
+            hint={
+              (chosenBackup && runnerMismatch(chosenRunner, chosenBackup.format)) ??
+              (physical
+                ? "A physical backup: mariabackup prepares a copy (applies its redo log), moves it into a new sandbox's datadir, starts the sandbox and checks every table. Sandbox targets only."
+                : "What reads the backup and sends it to the server.")
+            }
+            error={fieldError("runner")}
+          >
+            {(props) => (
+              <select {...props} value={chosenRunner} onChange={(event) => setRunner(event.target.value as Runner)}>
+                {offeredRunners.map((r) => (
+                  <option key={r.value} value={r.value}>
+                    {r.label}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          {physical ? (
+            <>
+              <Field
+                label="Prepare memory (--use-memory)"
+                hint="Buffer pool for applying the redo log, e.g. 1G; empty: 96M. Redo that does not fit takes several recovery batches."
+                error={fieldError("use_memory")}
+              >
+                {(props) => <input {...props} value={useMemory} onChange={(event) => setUseMemory(event.target.value)} placeholder="96M" />}
+              </Field>
+              <Field label="Prepare read IO threads" hint="--innodb-read-io-threads, 1 – 64; empty: mariabackup's default." error={fieldError("read_io_threads")}>
+                {(props) => (
+                  <input {...props} inputMode="numeric" value={readIoThreads} onChange={(event) => setReadIoThreads(event.target.value)} placeholder="default" />
+                )}
+              </Field>
+              <Field label="Prepare write IO threads" hint="--innodb-write-io-threads, 1 – 64; empty: mariabackup's default." error={fieldError("write_io_threads")}>
+                {(props) => (
+                  <input {...props} inputMode="numeric" value={writeIoThreads} onChange={(event) => setWriteIoThreads(event.target.value)} placeholder="default" />
+                )}
+              </Field>
+            </>
+          ) : (
+            <>
+              <Field
+                label="Threads"
+                hint="Connections loading in parallel (loader, myloader, mysqlimport), 1 – 64; empty: the worker's CPU count."
+                error={fieldError("threads")}
+              >
+                {(props) => (
+                  <input
+                    {...props}
+                    inputMode="numeric"
+                    value={threads}
+                    onChange={(event) => setThreads(event.target.value)}
+                    placeholder="CPU count"
+                  />
+                )}
+              </Field>
+              <Field
+                label="Chunk size (MiB)"
+                hint="How much of a table the loader commits at a time, 0.0625 (64 KiB) – 1024 MiB."
+                error={fieldError("chunk_size")}
+              >
+                {(props) => (
+                  <input
+                    {...props}
+                    inputMode="decimal"
+                    value={chunkMib}
+                    onChange={(event) => setChunkMib(event.target.value)}
+                  />
+                )}
+              </Field>
+            </>
+          )}
           <div className="field">
             <span className="label">Verification</span>
             <label>
-              <input type="checkbox" checked={verify} onChange={(event) => setVerify(event.target.checked)} /> Compare per-table row counts
-              with the dump afterwards
+              <input type="checkbox" checked={verify} onChange={(event) => setVerify(event.target.checked)} />{" "}
+              {physical
+                ? "CHECK TABLE every table of the restored server (off: count rows only)"
+                : "Compare per-table row counts with the dump afterwards"}
             </label>
           </div>
+          {!physical && verify && (
+            <Field
+              label="Compare checksums with"
+              error={fieldError("checksum_source_id")}
+              hint="A saved server holding the data the backup was taken from, unchanged since: CHECKSUM TABLE of every table there and here must match. It reads every row of both (slow on big tables)."
+            >
+              {(props) => (
+                <select {...props} value={checksumSourceId} onChange={(event) => setChecksumSourceId(event.target.value)}>
+                  <option value="">(row counts only)</option>
+                  {targets.data?.data.map((target) => (
+                    <option key={target.id} value={target.id}>
+                      {target.name}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+          )}
         </div>
       </div>
       <div className="page-head">

@@ -1,21 +1,25 @@
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 
 import { ApiError, errorMessage } from "../api/errors";
+import { AdvisorPanel } from "../components/AdvisorPanel";
+import { canOperate } from "../auth/roles";
 import { Empty, ErrorMessage, Loading, ProgressBar, StatusBadge } from "../components/common";
-import { backupText, captureText, phaseText, targetText } from "../components/jobText";
+import { BACKUP_PHASES, backupFacts } from "../components/backupJob";
+import { backupText, captureText, drillText, phaseText, targetText } from "../components/jobText";
+import { restorePhases, runnerText } from "../components/runners";
 import { LogTail } from "../components/LogTail";
 import { ServerState } from "../components/ServerState";
+import { useCurrentUser } from "../queries/auth";
 import { backupRootsQuery } from "../queries/backups";
 import { traceQuery } from "../queries/traces";
 import { type JobDetail, isActive, jobQuery, useCancelJob, useJobEvents, useRetryJob } from "../queries/jobs";
 import { formatBytes, formatCount, formatPercent, formatRate, formatRowsPerSecond, formatSeconds } from "../timeline/format";
 
-const PHASES = ["queued", "waiting_for_target", "starting_server", "connecting", "restoring", "verifying", "cleaning_up", "done"];
-
 function Phases({ job }: { job: JobDetail }) {
-  const wayIn = ["queued", "waiting_for_target", "starting_server", "connecting", "restoring", "verifying"];
+  const PHASES = job.kind === "backup" ? BACKUP_PHASES : restorePhases(job.parameters);
+  const wayIn = ["queued", "waiting_for_target", "preparing", "starting_server", "connecting", "restoring", "backing_up", "verifying"];
   const lastWayIn = Math.max(
     wayIn.includes(job.phase) ? PHASES.indexOf(job.phase) : -1,
     ...wayIn.filter((phase) => job.phase_times[phase] !== undefined).map((phase) => PHASES.indexOf(phase)),
@@ -56,16 +60,18 @@ function Progress({ job }: { job: JobDetail }) {
           <div className="value" data-testid="percent">
             {formatPercent(job.percent)}
           </div>
-          <div className="label">of the backup read</div>
+          <div className="label">{job.kind === "backup" ? "of the source's table data written (estimate)" : "of the backup read"}</div>
         </div>
         <div className="stat">
           <div className="value">{formatRate(job.mb_per_s)}</div>
           <div className="label">throughput</div>
         </div>
-        <div className="stat">
-          <div className="value">{formatRowsPerSecond(job.rows_per_s)}</div>
-          <div className="label">rows</div>
-        </div>
+        {job.kind !== "backup" && (
+          <div className="stat">
+            <div className="value">{formatRowsPerSecond(job.rows_per_s)}</div>
+            <div className="label">rows</div>
+          </div>
+        )}
         <div className="stat">
           <div className="value">{isActive(job.status) ? formatSeconds(job.eta_s) : "–"}</div>
           <div className="label">time left</div>
@@ -76,10 +82,12 @@ function Progress({ job }: { job: JobDetail }) {
           </div>
           <div className="label">bytes</div>
         </div>
-        <div className="stat">
-          <div className="value">{formatCount(job.rows_done)}</div>
-          <div className="label">rows restored</div>
-        </div>
+        {job.kind !== "backup" && (
+          <div className="stat">
+            <div className="value">{formatCount(job.rows_done)}</div>
+            <div className="label">rows restored</div>
+          </div>
+        )}
         <div className="stat">
           <div className="value">{formatSeconds(job.duration_s)}</div>
           <div className="label">elapsed</div>
@@ -121,9 +129,9 @@ function Verification({ job }: { job: JobDetail }) {
                 <td className="mono">
                   {v.database}.{v.table}
                 </td>
-                <td>{v.check.replaceAll("_", " ")}</td>
-                <td className="num">{formatCount(v.expected)}</td>
-                <td className="num">{formatCount(v.actual)}</td>
+                <td>{checkText(v.check)}</td>
+                <td className="num">{checkValue(v.check, v.expected)}</td>
+                <td className="num">{checkValue(v.check, v.actual)}</td>
                 <td>
                   <span className={`badge ${v.ok ? "ok" : "bad"}`}>{v.ok ? "ok" : "mismatch"}</span>
                   {v.detail && <span className="sub"> {v.detail}</span>}
@@ -135,6 +143,18 @@ function Verification({ job }: { job: JobDetail }) {
       </div>
     </>
   );
+}
+
+/** "row count", "check table", and "checksum vs source": the source's CHECKSUM TABLE against the restored one. */
+function checkText(check: string): string {
+  return check === "checksum" ? "checksum vs source" : check.replaceAll("_", " ");
+}
+
+/** Row counts read as counts; a checksum (expected: the source's, actual: the restored table's) as the number
+ * CHECKSUM TABLE printed, so it can be compared with the server's own output. */
+function checkValue(check: string, value: number | null): string {
+  if (check === "checksum") return value === null ? "missing" : String(value);
+  return formatCount(value);
 }
 
 /** A long message (a tool's whole output) shows its start, with the rest a click away. */
@@ -178,13 +198,53 @@ function Facts({ job }: { job: JobDetail }) {
   return (
     <dl className="facts">
       <dt>Backup</dt>
-      <dd className="mono">{job.backup_path ?? "–"}</dd>
-      <dt>Target</dt>
-      <dd>{targetText(job)}</dd>
+      <dd>
+        <span className="mono">{job.backup_path ?? "–"}</span>
+        {job.backup_verdict === "restores" && (
+          <span className="badge ok" title="This run restored the backup and verified every table">
+            restores
+          </span>
+        )}
+        {job.backup_verdict === "does_not_restore" && (
+          <span
+            className="badge bad"
+            title="The backup could not be read, a fresh sandbox rejected it, or it came back different: see the error"
+          >
+            does not restore
+          </span>
+        )}
+      </dd>
+      {job.kind === "backup" ? (
+        backupFacts(job.parameters).map(([label, text]) => (
+          <Fragment key={label}>
+            <dt>{label}</dt>
+            <dd className={label === "Destination" ? "mono" : undefined}>{text}</dd>
+          </Fragment>
+        ))
+      ) : (
+        <>
+          <dt>Target</dt>
+          <dd>{targetText(job)}</dd>
+        </>
+      )}
       {options.length > 0 && (
         <>
           <dt>Settings</dt>
           <dd className="mono">{options.join(" ")}</dd>
+        </>
+      )}
+      {drillText(job.parameters) !== null && (
+        <>
+          <dt>Drill</dt>
+          <dd>
+            <Link to="/protected">{drillText(job.parameters)}</Link>
+          </dd>
+        </>
+      )}
+      {runnerText(job.parameters) !== null && (
+        <>
+          <dt>Runner</dt>
+          <dd>{runnerText(job.parameters)}</dd>
         </>
       )}
       {captureText(job) !== null && (
@@ -193,10 +253,14 @@ function Facts({ job }: { job: JobDetail }) {
           <dd>{captureText(job)}</dd>
         </>
       )}
-      <dt>IO trace</dt>
-      <dd>
-        <TraceFacts jobId={job.id} active={isActive(job.status)} />
-      </dd>
+      {job.kind !== "backup" && (
+        <>
+          <dt>IO trace</dt>
+          <dd>
+            <TraceFacts jobId={job.id} active={isActive(job.status)} />
+          </dd>
+        </>
+      )}
       <dt>Server</dt>
       <dd>{job.server_version ? `${job.server_flavour ?? ""} ${job.server_version}` : "–"}</dd>
       {job.sandbox_port !== null && (
@@ -220,9 +284,10 @@ function Facts({ job }: { job: JobDetail }) {
       <dd className="mono">{job.worker ?? "–"}</dd>
       {job.parent_id !== null && (
         <>
-          <dt>Retry of</dt>
+          <dt>Re-run of</dt>
           <dd>
-            <Link to={`/jobs/${String(job.parent_id)}`}>job #{job.parent_id}</Link>
+            <Link to={`/jobs/${String(job.parent_id)}`}>job #{job.parent_id}</Link> ·{" "}
+            <Link to={`/compare?a=${String(job.parent_id)}&b=${String(job.id)}`}>compare</Link>
           </dd>
         </>
       )}
@@ -238,6 +303,7 @@ export function RunPage() {
   const cancel = useCancelJob(jobId);
   const retry = useRetryJob(jobId);
   const roots = useQuery(backupRootsQuery());
+  const operator = canOperate(useCurrentUser().role);
 
   if (!Number.isSafeInteger(jobId)) return <Empty title="That is not a job number" />;
   if (job.isPending) return <Loading what={`job #${String(jobId)}`} />;
@@ -258,7 +324,7 @@ export function RunPage() {
     <>
       <div className="page-head">
         <h1>
-          {data.kind === "import" ? "Import" : "Restore"} #{data.id}
+          {data.kind === "import" ? "Import" : data.kind === "backup" ? "Backup" : "Restore"} #{data.id}
         </h1>
         <StatusBadge status={data.status} />
         {data.cancel_requested && active && <span className="badge warn">cancelling</span>}
@@ -266,21 +332,25 @@ export function RunPage() {
           {backupText(data, roots.data ?? [])}
         </span>
         <span className="spacer" />
-        <Link className="button" to={`/jobs/${String(jobId)}/timeline`}>
-          IO timeline
-        </Link>
-        {active && (
+        {data.kind !== "backup" && (
+          <Link className="button" to={`/jobs/${String(jobId)}/timeline`}>
+            IO timeline
+          </Link>
+        )}
+        {operator && active && (
           <button
             className="danger"
             disabled={cancel.isPending || data.cancel_requested}
             onClick={() => {
-              if (window.confirm(`Cancel job #${String(jobId)}? Its processes are killed and its sandbox removed.`)) cancel.mutate();
+              const removed = data.kind === "backup" ? "its partial files removed" : "its sandbox removed";
+              if (window.confirm(`Cancel job #${String(jobId)}? Its processes are killed and ${removed}.`)) cancel.mutate();
             }}
           >
             Cancel
           </button>
         )}
-        {!active && data.kind === "restore" && (
+        {/* A finished backup is not taken again into the same directory: that retry would be refused. */}
+        {operator && !active && (data.kind === "restore" || (data.kind === "backup" && data.status !== "succeeded")) && (
           <button disabled={retry.isPending} onClick={() => retry.mutate(undefined, { onSuccess: (next) => void navigate(`/jobs/${String(next.id)}`) })}>
             Retry
           </button>
@@ -297,7 +367,17 @@ export function RunPage() {
       {data.status === "queued" && (
         <div className="message info">Waiting for a worker to pick the job up. The health dot at the top says whether one is running.</div>
       )}
-      {data.kind === "restore" && <Progress job={data} />}
+      {(data.kind === "restore" || data.kind === "backup") && <Progress job={data} />}
+      {(data.kind === "restore" || data.kind === "import") && (
+        <div className="panel">
+          <h2>Advisor</h2>
+          <AdvisorPanel
+            jobId={jobId}
+            canRerun={data.kind === "restore" && operator}
+            onShow={(suggestion) => void navigate(`/jobs/${String(jobId)}/timeline?advice=${suggestion.rule}`)}
+          />
+        </div>
+      )}
       <div className="grid-2">
         <div className="panel">
           <h2>Log {events.streaming && <span className="badge running">live</span>}</h2>

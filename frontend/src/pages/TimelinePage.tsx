@@ -2,16 +2,21 @@ import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 
+import { highlightWindow } from "../advisor/advice";
 import { ApiError } from "../api/errors";
+import { canOperate } from "../auth/roles";
+import { AdvisorPanel } from "../components/AdvisorPanel";
 import { Empty, ErrorMessage, Loading, StatusBadge } from "../components/common";
 import { useTheme } from "../components/theme";
 import { AXIS_HEIGHT, Axis } from "../components/timeline/Axis";
 import { Counters } from "../components/timeline/Counters";
-import { Lanes } from "../components/timeline/Lanes";
+import { type Highlight, Lanes } from "../components/timeline/Lanes";
 import { Overview } from "../components/timeline/Overview";
 import { readPalette } from "../components/timeline/palette";
 import { KindTable, StatsPanels } from "../components/timeline/StatsPanels";
 import { useWidth } from "../components/timeline/useWidth";
+import { type SuggestionItem, adviceQuery } from "../queries/advisor";
+import { useCurrentUser } from "../queries/auth";
 import { isActive, jobQuery } from "../queries/jobs";
 import { type TraceSummary, perfettoUrl, traceQuery, traceStatsQuery, traceWindowQuery } from "../queries/traces";
 import { formatCount, formatDuration } from "../timeline/format";
@@ -56,7 +61,11 @@ function CaptureFacts({ summary }: { summary: TraceSummary }) {
   );
 }
 
-function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) {
+function rangesOf(suggestion: SuggestionItem): TimeWindow[] {
+  return suggestion.where.ranges.map((range) => ({ t0: range.t0_us, t1: range.t1_us }));
+}
+
+function Timeline({ jobId, summary, canRerun }: { jobId: number; summary: TraceSummary; canRerun: boolean }) {
   const [params, setParams] = useSearchParams();
   // The URL is read once; after that the page owns the view and writes it back.
   const [initial] = useState(() => parseView(params));
@@ -74,6 +83,8 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   const [collapsed, setCollapsed] = useState<number[]>(initial.collapsed);
   const [showIdle, setShowIdle] = useState(initial.showIdle);
   const [selectionMode, setSelectionMode] = useState(false);
+  const [adviceRule, setAdviceRule] = useState<string | null>(initial.advice);
+  const [advisorOpen, setAdvisorOpen] = useState(initial.advice !== null);
   const pointerTime = useRef<number | null>(null);
 
   const cell = useRef<HTMLDivElement>(null);
@@ -84,7 +95,7 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
   const view = useWindowObject(clamped?.t0, clamped?.t1);
 
   // The view in the URL, written once the user pauses.
-  const state: TimelineView = { window: zoomed, selection, roles, kinds, path, sort, collapsed, showIdle };
+  const state: TimelineView = { window: zoomed, selection, roles, kinds, path, sort, collapsed, showIdle, advice: adviceRule };
   const settledQuery = useSettled(viewToParams(state).toString(), 300);
   useEffect(() => {
     if (settledQuery !== params.toString()) setParams(new URLSearchParams(settledQuery), { replace: true });
@@ -126,9 +137,34 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
     ),
   );
 
-  // Lanes: filtered by role, sorted, idle ones folded.
+  // The advisor's suggestion whose evidence is highlighted: its lanes over its time ranges.
+  const advice = useQuery(adviceQuery(jobId, !live));
+  const suggestion = advice.data?.suggestions.find((s) => s.rule === adviceRule) ?? null;
+  const highlight = useMemo<Highlight | null>(
+    () => (suggestion === null ? null : { tids: new Set(suggestion.where.lanes), ranges: rangesOf(suggestion) }),
+    [suggestion],
+  );
+  const showSuggestion = (picked: SuggestionItem): void => {
+    setAdviceRule(picked.rule);
+    if (bounds !== null) setZoomed(highlightWindow(rangesOf(picked), bounds) ?? zoomed);
+    const hidden = roles.length > 0 && picked.where.lanes.some((tid) => !filterLanes(summary.lanes, roles).some((l) => l.tid === tid));
+    if (hidden) setRoles([]);
+  };
+  // A link from the run page names the suggestion only: the window follows it once the advice is here.
+  const zoomedToAdvice = useRef(initial.window !== null);
+  useEffect(() => {
+    if (zoomedToAdvice.current || suggestion === null || bounds === null) return;
+    zoomedToAdvice.current = true;
+    setZoomed(highlightWindow(rangesOf(suggestion), bounds));
+  }, [suggestion, bounds]);
+
+  // Lanes: filtered by role, sorted, idle ones folded (but never one the advisor points at).
   const groups = useMemo(() => roleGroups(summary.lanes), [summary.lanes]);
-  const { shown, folded } = foldIdle(sortLanes(filterLanes(summary.lanes, roles), sort), showIdle);
+  // Memoised: the lanes do not change while zooming, and Lanes recomputes its layout when they do.
+  const { shown, folded } = useMemo(
+    () => foldIdle(sortLanes(filterLanes(summary.lanes, roles), sort), showIdle, highlight?.tids),
+    [summary.lanes, roles, sort, showIdle, highlight],
+  );
   const collapsedSet = useMemo(() => new Set(collapsed), [collapsed]);
   const hasSpans = (windowData.data?.lanes ?? []).some((l) => l.spans.length > 0);
 
@@ -172,8 +208,40 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
 
   const selectionLabel = selection ? `selected range ${formatDuration(selection.t0 - bounds.min)} – ${formatDuration(selection.t1 - bounds.min)}` : "whole trace";
 
+  const highlightedRoles = summary.lanes.filter((lane) => highlight?.tids.has(lane.tid)).map((lane) => lane.role || `thread ${String(lane.tid)}`);
+
   return (
     <>
+      {!live && (
+        <details
+          className="panel"
+          open={advisorOpen}
+          onToggle={(event) => setAdvisorOpen(event.currentTarget.open)}
+          data-testid="timeline-advisor"
+        >
+          <summary>
+            <strong>Advisor</strong>
+            <span className="sub"> · what held this run back; pick a suggestion to see its evidence on the lanes</span>
+          </summary>
+          <AdvisorPanel jobId={jobId} canRerun={canRerun} activeRule={adviceRule} onShow={showSuggestion} />
+        </details>
+      )}
+      {suggestion !== null && highlight !== null && (
+        <div className="message info highlight-bar" data-testid="highlight-bar">
+          <span>
+            <strong>Highlighted: </strong>
+            {suggestion.title} — {highlightedRoles.length > 0 ? highlightedRoles.join(", ") : "every lane"},{" "}
+            {highlight.ranges.map((r) => `${formatDuration(r.t0 - bounds.min)} – ${formatDuration(r.t1 - bounds.min)}`).join("; ")}
+          </span>
+          <span className="spacer" style={{ flex: 1 }} />
+          <button className="small" onClick={() => setZoomed(highlightWindow(highlight.ranges, bounds) ?? zoomed)}>
+            Zoom to it
+          </button>
+          <button className="small" onClick={() => setAdviceRule(null)}>
+            Clear
+          </button>
+        </div>
+      )}
       <div className="timeline-toolbar">
         <div className="legend" aria-label="Operation kinds">
           {KINDS.map((kind) => {
@@ -284,6 +352,7 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
             hasSpans={hasSpans}
             selection={selection}
             selectionMode={selectionMode}
+            highlight={highlight}
             onToggleCollapse={(tid) => setCollapsed(toggle(collapsed, tid))}
             onWindow={setZoomed}
             onSelection={setSelection}
@@ -347,6 +416,7 @@ function Timeline({ jobId, summary }: { jobId: number; summary: TraceSummary }) 
 export function TimelinePage() {
   const jobId = Number(useParams().jobId);
   const job = useQuery(jobQuery(jobId));
+  const operator = canOperate(useCurrentUser().role);
   const jobActive = job.data !== undefined && isActive(job.data.status);
   const trace = useQuery(traceQuery(jobId, jobActive));
 
@@ -411,7 +481,7 @@ export function TimelinePage() {
         Open in Perfetto downloads the trace as Chrome trace-event JSON: open <a href="https://ui.perfetto.dev" target="_blank" rel="noreferrer">ui.perfetto.dev</a> and
         drop the file on it (or use “Open trace file”).
       </p>
-      <Timeline jobId={jobId} summary={trace.data} />
+      <Timeline jobId={jobId} summary={trace.data} canRerun={job.data?.kind === "restore" && operator} />
     </>
   );
 }

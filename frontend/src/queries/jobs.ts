@@ -108,6 +108,7 @@ export function useJobEvents(id: number): { lines: JobLogLine[]; streaming: bool
       void queryClient.invalidateQueries({ queryKey: keys.job(id) });
       void queryClient.invalidateQueries({ queryKey: keys.jobServer(id) });
       void queryClient.invalidateQueries({ queryKey: keys.trace(id) });
+      void queryClient.invalidateQueries({ queryKey: keys.advice(id) });
     });
     source.onerror = () => setStreaming(false);
     return () => {

@@ -60,10 +60,14 @@ export function formatRate(mbPerS: number | null | undefined): string {
   return `${significant(mbPerS)} MB/s`;
 }
 
+// One formatter for every call: toLocaleString builds a new one per call, which made the tables of counts
+// re-rendered on each frame of a zoom the largest cost of that frame.
+const COUNT_FORMAT = new Intl.NumberFormat("en-US");
+
 /** 1234567 -> "1,234,567". */
 export function formatCount(count: number | null | undefined): string {
   if (count === null || count === undefined || !Number.isFinite(count)) return "–";
-  return Math.round(count).toLocaleString("en-US");
+  return COUNT_FORMAT.format(Math.round(count));
 }
 
 /** 12.345 -> "12.3 %"; values are already percentages. */

@@ -48,6 +48,12 @@ describe("filterLanes and foldIdle", () => {
     expect(result.shown.map((l) => l.tid)).toEqual(shown);
     expect(result.folded.map((l) => l.tid)).toEqual(folded);
   });
+
+  it("keeps a pinned idle lane in view (one the advisor points at)", () => {
+    const result = foldIdle(lanes, false, new Set([4]));
+    expect(result.shown.map((l) => l.tid)).toEqual([3, 1, 2, 4]);
+    expect(result.folded).toEqual([]);
+  });
 });
 
 describe("laneLabel", () => {
@@ -121,6 +127,7 @@ describe("view in the URL", () => {
       sort: "busy" as const,
       collapsed: [9, 3],
       showIdle: true,
+      advice: "parallel_load",
     };
     expect(parseView(viewToParams(view))).toEqual({ ...view, collapsed: [3, 9] });
   });
@@ -135,6 +142,7 @@ describe("view in the URL", () => {
     ["kinds=read,bogus", { kinds: ["read"] }],
     ["sort=sideways", { sort: "role" }],
     ["collapsed=1,x,2", { collapsed: [1, 2] }],
+    ["advice=<script>", { advice: null }],
   ])("ignores what it does not understand: %s", (query, expected) => {
     expect(parseView(new URLSearchParams(query))).toMatchObject(expected);
   });

@@ -11,12 +11,15 @@ export interface LaneInfo {
 export const LANE_SORTS = ["role", "busy", "tid"] as const;
 export type LaneSort = (typeof LANE_SORTS)[number];
 
+// Natural order: "connection 9" before "connection 10". One collator for all comparisons (localeCompare
+// with options builds one per call).
+const NATURAL = new Intl.Collator("en", { numeric: true });
+
 /** by role (then busiest first), by busy time (busiest first), or by thread id. */
 export function sortLanes<T extends LaneInfo>(lanes: readonly T[], by: LaneSort): T[] {
   const byBusy = (a: T, b: T): number => b.busy_us - a.busy_us || a.tid - b.tid;
   const compare: Record<LaneSort, (a: T, b: T) => number> = {
-    // Natural order: "connection 9" before "connection 10".
-    role: (a, b) => a.role.localeCompare(b.role, "en", { numeric: true }) || byBusy(a, b),
+    role: (a, b) => NATURAL.compare(a.role, b.role) || byBusy(a, b),
     busy: byBusy,
     tid: (a, b) => a.tid - b.tid,
   };
@@ -40,7 +43,7 @@ export function roleGroups(lanes: readonly LaneInfo[], maxGroups = 12): { key: s
   };
   let groups = count((role) => role);
   if (groups.size > maxGroups) groups = count(roleFamily);
-  return [...groups].map(([key, n]) => ({ key, count: n })).sort((a, b) => a.key.localeCompare(b.key, "en", { numeric: true }));
+  return [...groups].map(([key, n]) => ({ key, count: n })).sort((a, b) => NATURAL.compare(a.key, b.key));
 }
 
 /** Lanes whose role, or family of roles, is among `roles` (all when empty). */
@@ -54,11 +57,15 @@ export function filterLanes<T extends LaneInfo>(lanes: readonly T[], roles: read
  * Idle lanes (no operation in the whole trace) are folded into one line, as Perfetto folds empty tracks,
  * unless asked to show them.
  */
-export function foldIdle<T extends LaneInfo>(lanes: readonly T[], showIdle: boolean): { shown: T[]; folded: T[] } {
+export function foldIdle<T extends LaneInfo>(
+  lanes: readonly T[],
+  showIdle: boolean,
+  pinned: ReadonlySet<number> = new Set(),
+): { shown: T[]; folded: T[] } {
   if (showIdle) return { shown: [...lanes], folded: [] };
   const shown: T[] = [];
   const folded: T[] = [];
-  for (const lane of lanes) (lane.operations > 0 ? shown : folded).push(lane);
+  for (const lane of lanes) (lane.operations > 0 || pinned.has(lane.tid) ? shown : folded).push(lane);
   return { shown, folded };
 }
 

@@ -13,6 +13,8 @@ export interface TimelineView {
   sort: LaneSort;
   collapsed: number[];
   showIdle: boolean;
+  /** The advisor's suggestion whose evidence is highlighted (its rule id). */
+  advice: string | null;
 }
 
 export const DEFAULT_VIEW: TimelineView = {
@@ -24,6 +26,7 @@ export const DEFAULT_VIEW: TimelineView = {
   sort: "role",
   collapsed: [],
   showIdle: false,
+  advice: null,
 };
 
 function readRange(value: string | null): TimeWindow | null {
@@ -53,6 +56,7 @@ export function parseView(params: URLSearchParams): TimelineView {
       .map(Number)
       .filter((tid) => Number.isSafeInteger(tid)),
     showIdle: params.get("idle") === "1",
+    advice: /^[a-z_]{1,64}$/.test(params.get("advice") ?? "") ? params.get("advice") : null,
   };
 }
 
@@ -69,5 +73,6 @@ export function viewToParams(view: TimelineView): URLSearchParams {
   if (view.sort !== DEFAULT_VIEW.sort) params.set("sort", view.sort);
   if (view.collapsed.length > 0) params.set("collapsed", [...view.collapsed].sort((a, b) => a - b).join(","));
   if (view.showIdle) params.set("idle", "1");
+  if (view.advice !== null) params.set("advice", view.advice);
   return params;
 }

@@ -15,6 +15,7 @@ import {
   layoutLanes,
 } from "../../timeline/lanes";
 import { type Bar, type Segment, bucketBars, operationBars, spanSegments } from "../../timeline/lod";
+import { drawFinished, drawStarted } from "../../timeline/perf";
 import { timeTicks } from "../../timeline/ticks";
 import {
   type Bounds,
@@ -56,6 +57,12 @@ interface Drag {
   moved: boolean;
 }
 
+/** What the advisor points at: these lanes (all of them when empty) over these time ranges. */
+export interface Highlight {
+  tids: ReadonlySet<number>;
+  ranges: readonly TimeWindow[];
+}
+
 export interface LanesProps {
   lanes: TraceLane[];
   data: TraceWindow | undefined;
@@ -68,6 +75,7 @@ export interface LanesProps {
   hasSpans: boolean;
   selection: TimeWindow | null;
   selectionMode: boolean;
+  highlight?: Highlight | null;
   onToggleCollapse: (tid: number) => void;
   onWindow: (window: TimeWindow) => void;
   onSelection: (selection: TimeWindow | null) => void;
@@ -167,6 +175,7 @@ function Tooltip({ hover, lanes, palette, origin, view, width }: { hover: BarHov
 /** The swimlanes: one canvas for all lanes, labels in a gutter, zoom/pan/select with the mouse. */
 export function Lanes(props: LanesProps) {
   const { lanes, data, window: view, width, origin, palette, collapsed, hasSpans, selection } = props;
+  const highlight = props.highlight ?? null;
   const canvas = useRef<HTMLCanvasElement>(null);
   const [hover, setHover] = useState<Hover | null>(null);
   const drag = useRef<Drag | null>(null);
@@ -192,34 +201,48 @@ export function Lanes(props: LanesProps) {
     [lanes, collapsed, hasSpans],
   );
   const windowLanes = useMemo(() => new Map((data?.lanes ?? []).map((lane) => [lane.tid, lane])), [data]);
+  const canvasHeight = Math.max(1, viewportHeight > 0 ? Math.min(height, viewportHeight) : height);
+  const top = Math.min(scrollTop, Math.max(height - canvasHeight, 0));
+  // Bars and bands only for the lanes scrolled into view: a zoom costs what the visible lanes do.
+  const visible = useMemo(() => boxesBetween(boxes, top - 4, top + canvasHeight + 4), [boxes, top, canvasHeight]);
   const bars = useMemo(() => {
     const result = new Map<number, Bar[]>();
-    for (const lane of lanes) result.set(lane.tid, laneBars(windowLanes.get(lane.tid), data, view, width));
+    for (const box of visible) result.set(box.tid, laneBars(windowLanes.get(box.tid), data, view, width));
     return result;
-  }, [lanes, windowLanes, data, view, width]);
-  const bands = useMemo(() => {
-    const result = new Map<string, Segment[]>();
+  }, [visible, windowLanes, data, view, width]);
+  // Spans split per track once per window of data; only the segments follow each change of view.
+  const bandSpans = useMemo(() => {
+    const result = new Map<string, WindowLane["spans"]>();
     for (const lane of windowLanes.values()) {
       for (const track of BAND_TRACKS) {
         const spans = lane.spans.filter((span) => span.track === track);
-        if (spans.length > 0) result.set(`${String(lane.tid)}:${track}`, spanSegments(spans, view, width));
+        if (spans.length > 0) result.set(`${String(lane.tid)}:${track}`, spans);
       }
     }
     return result;
-  }, [windowLanes, view, width]);
-
-  const canvasHeight = Math.max(1, viewportHeight > 0 ? Math.min(height, viewportHeight) : height);
-  const top = Math.min(scrollTop, Math.max(height - canvasHeight, 0));
+  }, [windowLanes]);
+  const bands = useMemo(() => {
+    const result = new Map<string, Segment[]>();
+    for (const box of visible) {
+      for (const track of BAND_TRACKS) {
+        const key = `${String(box.tid)}:${track}`;
+        const spans = bandSpans.get(key);
+        if (spans !== undefined) result.set(key, spanSegments(spans, view, width));
+      }
+    }
+    return result;
+  }, [bandSpans, visible, view, width]);
 
   // Draw the lanes in view, in lane coordinates shifted up by the scroll position.
   useEffect(() => {
     const element = canvas.current;
     if (element === null || width <= 0) return;
+    const started = drawStarted();
     const context = prepareCanvas(element, width, canvasHeight);
     if (context === null) return;
     context.translate(0, -top);
     const bottom = top + canvasHeight;
-    const shown = boxesBetween(boxes, top - 4, bottom + 4);
+    const shown = visible;
     const firstIndex = shown[0] === undefined ? 0 : boxes.indexOf(shown[0]);
     for (const [offset, box] of shown.entries()) {
       if ((firstIndex + offset) % 2 === 1) {
@@ -253,6 +276,26 @@ export function Lanes(props: LanesProps) {
         }
       }
     }
+    if (highlight !== null) {
+      // The marked lanes' rows, or the whole height when the evidence names no lane.
+      const rows =
+        highlight.tids.size === 0
+          ? [{ y: top, h: canvasHeight }]
+          : shown.filter((box) => highlight.tids.has(box.tid)).map((box) => ({ y: box.y - 2, h: box.height + 4 }));
+      context.fillStyle = palette.highlight;
+      context.strokeStyle = palette.highlightLine;
+      context.lineWidth = 2;
+      for (const range of highlight.ranges) {
+        const x0 = Math.max(timeToX(range.t0, view, width), -2);
+        const x1 = Math.min(timeToX(range.t1, view, width), width + 2);
+        if (x1 < 0 || x0 > width) continue;
+        const w = Math.max(x1 - x0, 2);
+        for (const { y, h } of rows) {
+          context.fillRect(x0, y, w, h);
+          context.strokeRect(Math.round(x0) + 1, y + 1, Math.max(Math.round(w) - 2, 1), h - 2);
+        }
+      }
+    }
     if (selection !== null) {
       const x0 = timeToX(selection.t0, view, width);
       const x1 = timeToX(selection.t1, view, width);
@@ -269,7 +312,8 @@ export function Lanes(props: LanesProps) {
         context.strokeRect(hover.bar.x - 1, box.barY - 1, Math.max(hover.bar.w, 1) + 2, box.barHeight + 2);
       }
     }
-  }, [boxes, bars, bands, canvasHeight, top, width, view, origin, palette, selection, hover]);
+    drawFinished(started, data !== undefined);
+  }, [boxes, visible, bars, bands, canvasHeight, top, width, view, origin, palette, selection, hover, data, highlight]);
 
   // Wheel zoom needs a non-passive listener, which React's onWheel is not.
   useEffect(() => {
@@ -325,11 +369,13 @@ export function Lanes(props: LanesProps) {
             const lane = lanes.find((l) => l.tid === box.tid);
             if (lane === undefined) return null;
             const isCollapsed = collapsed.has(box.tid);
+            const marked = highlight !== null && highlight.tids.has(box.tid);
             return (
               <div
                 key={box.tid}
-                className="lane-label"
+                className={`lane-label ${marked ? "highlighted" : ""}`}
                 data-testid="lane-label"
+                data-highlighted={marked ? "true" : undefined}
                 style={{ top: box.y - 2, height: box.height + 4 }}
                 title={`${laneLabel(lane)} — thread ${String(lane.tid)}${lane.process ? `, ${lane.process}` : ""}${lane.pid !== null ? ` (pid ${String(lane.pid)})` : ""}, ${String(lane.operations)} operations, busy ${formatDuration(lane.busy_us)}`}
               >

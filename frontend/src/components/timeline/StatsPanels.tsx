@@ -1,3 +1,5 @@
+import { memo } from "react";
+
 import type { TraceStats } from "../../queries/traces";
 import { dataDirectory, formatBytes, formatCount, formatDuration, formatPercent, formatRate } from "../../timeline/format";
 import { type Kind, asKind } from "../../timeline/kinds";
@@ -8,7 +10,7 @@ function Swatch({ kind, palette }: { kind: Kind; palette: Palette }) {
 }
 
 /** Per-kind counts, bytes, MB/s and latency percentiles of a time range. */
-export function KindTable({ stats, palette, label }: { stats: TraceStats; palette: Palette; label: string }) {
+function KindTableView({ stats, palette, label }: { stats: TraceStats; palette: Palette; label: string }) {
   if (stats.by_kind.length === 0) return <p className="sub">No operation in this range.</p>;
   return (
     <table className="data" aria-label={label}>
@@ -101,7 +103,7 @@ function Histogram({
 }
 
 /** The panels under the timeline: histograms, busy threads, files, and how sequential the IO was. */
-export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; palette: Palette; scope: string }) {
+function StatsPanelsView({ stats, palette, scope }: { stats: TraceStats; palette: Palette; scope: string }) {
   const threads = [...stats.threads].sort((a, b) => b.busy_pct - a.busy_pct).slice(0, 30);
   const files = [...stats.files].sort((a, b) => b.busy_us - a.busy_us).slice(0, 50);
   const directory = dataDirectory(files.map((f) => f.path));
@@ -199,3 +201,7 @@ export function StatsPanels({ stats, palette, scope }: { stats: TraceStats; pale
     </>
   );
 }
+
+// Memoised: the statistics do not change while the user zooms and pans, which re-renders the page each frame.
+export const KindTable = memo(KindTableView);
+export const StatsPanels = memo(StatsPanelsView);

@@ -10,6 +10,9 @@ export interface Palette {
   stripe: string;
   selection: string;
   accent: string;
+  /** The advisor's evidence: a translucent fill and a solid outline. */
+  highlight: string;
+  highlightLine: string;
 }
 
 export function readPalette(theme: Theme): Palette {
@@ -24,6 +27,8 @@ export function readPalette(theme: Theme): Palette {
     stripe: value("--panel-2", "#f8f9fa"),
     selection: value("--selection", "rgba(28,100,217,0.14)"),
     accent: value("--accent", "#1c64d9"),
+    highlight: value("--highlight", "rgba(156, 54, 181, 0.16)"),
+    highlightLine: value("--highlight-line", "#9c36b5"),
   };
 }
 
