@@ -236,7 +236,7 @@ class _Answers:
 def test_a_saved_target_on_another_host_cannot_be_traced(tmp_path: Path) -> None:
     import socket
 
-    from worker.capture.local_server import find_local_server_pid
+    from app.targets.locality import find_local_server_pid
 
     pid, reason = find_local_server_pid(_Answers(("db-prod-7", "/var/run/mysqld/mysqld.pid")))
     assert pid is None

@@ -1,6 +1,5 @@
 """sample_job end to end on real processes of this machine (its /proc sampler is a real child process)."""
 
-import gc
 import subprocess
 import sys
 import threading
@@ -11,6 +10,7 @@ import pymysql
 import pytest
 
 from app.traces.records import Span
+from tests.conftest import free_port
 from tests.sampling.conftest import ListSink
 from worker.capture.sampling import sample_job
 
@@ -83,18 +83,18 @@ def test_processes_that_start_late_and_exit_early(sink: ListSink) -> None:
     assert report.thread(short.pid) is not None
 
 
-# PyMySQL 1.1 leaves the socket of a failed unix-socket connect for the garbage collector to close,
-# which warns (ResourceWarning) in whatever test runs next; the failure itself is what this test is about.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_an_unreachable_server_is_reported_not_raised(
     sink: ListSink, sleeping_process: subprocess.Popen[bytes]
 ) -> None:
+    # A TCP port nobody listens on, not a missing unix socket: PyMySQL 1.1 leaves the socket of a failed
+    # unix-socket connect to the garbage collector, whose ResourceWarning then fails whatever test runs next.
+    closed_port = free_port()
+
     def connect() -> pymysql.connections.Connection:
-        return pymysql.connect(unix_socket="/nonexistent/mysqld.sock", user="root", connect_timeout=1)
+        return pymysql.connect(host="127.0.0.1", port=closed_port, user="root", connect_timeout=1)
 
     with sample_job(sink, pids=lambda: [sleeping_process.pid], connect=connect, server_interval_s=0.1) as report:
         time.sleep(0.5)
-    gc.collect()
     assert [error.sampler for error in report.errors] == ["machine", "server"]
     server_error = report.errors[1]
     assert server_error.message.startswith("server state not read: Can't connect to")

@@ -543,6 +543,9 @@ class SamplerProcess:
                 self._late += 1
                 next_at = now + interval - (now - next_at) % interval
             self._wait_for_commands(next_at)
+        if (self._rounds - 1) % self._options.machine_every != 0:
+            # The tail since the last machine reading: a job shorter than one machine interval still gets figures.
+            self._machine_round(epoch_us(self._options.epoch_offset_ns))
         self._spans += self._tracker.finish()
         self._reader.close()
         self._write_batch(final=True)
@@ -557,11 +560,14 @@ class SamplerProcess:
             self._error("cpu", f"reading threads from /proc failed: {error!r}")
             return
         if (self._rounds - 1) % self._options.machine_every == 0:
-            try:
-                self._counters += self._machine.sample(t_us)
-                self._machine_rounds += 1
-            except (OSError, ValueError) as error:
-                self._error("machine", f"reading /proc/stat or /proc/diskstats failed: {error!r}")
+            self._machine_round(t_us)
+
+    def _machine_round(self, t_us: int) -> None:
+        try:
+            self._counters += self._machine.sample(t_us)
+            self._machine_rounds += 1
+        except (OSError, ValueError) as error:
+            self._error("machine", f"reading /proc/stat or /proc/diskstats failed: {error!r}")
 
     def _wait_for_commands(self, until: float) -> None:
         while not self._stopping:

@@ -187,6 +187,12 @@ class LaneNamer:
             with contextlib.suppress(Exception):
                 self._connection.close()
 
+    def use_server(self, connect: Callable[[], Any]) -> None:
+        """Name server threads from performance_schema from now on: the server started after the namer."""
+        self._connect = connect
+        self._performance_schema_ok = True
+        self._wake.set()
+
     def look_closely(self, seconds: float = BURST_S) -> None:
         """Refresh every BURST_INTERVAL_S for a while: a new client and its connection may live only briefly."""
         self._burst_until = time.monotonic() + seconds

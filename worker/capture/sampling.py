@@ -308,11 +308,14 @@ class _ServerLoop:
         self._sampler = ServerStateSampler(connect)
         self._offset_ns = epoch_offset_ns
         self._stop = stop
+        self._answering = False  # the last round reached the server
 
     def run(self) -> None:
         sampler = self._sampler
         try:
             self._loop()
+            if self._answering:
+                self._last_round()
             self._hand_over(sampler.finish(epoch_us(self._offset_ns)), [])
         except Exception as error:
             log.exception("the server sampler stopped")
@@ -330,16 +333,29 @@ class _ServerLoop:
             try:
                 counters, spans = self._sampler.sample(epoch_us(self._offset_ns))
             except Exception as error:  # connect() may raise anything, and the server may vanish mid-query
+                self._answering = False
                 self._errors.add("server", _describe_server_error(error))
                 self._hand_over(self._sampler.lose_round(), [])
                 next_at = time.monotonic() + max(2.0, interval)
             else:
+                self._answering = True
                 self._report.server_rounds += 1
                 self._report.performance_schema = self._sampler.performance_schema
                 self._report.thread_mapping = self._sampler.thread_mapping
                 self._hand_over(spans, counters)
                 next_at = max(next_at + interval, time.monotonic())
             self._stop.wait(next_at - time.monotonic())
+
+    def _last_round(self) -> None:
+        """One more reading as sampling stops: the rates of the job's last moments, or of a job shorter than
+        one interval, would be missing without it."""
+        try:
+            counters, spans = self._sampler.sample(epoch_us(self._offset_ns))
+        except Exception as error:  # the server may be shutting down
+            self._errors.add("server", _describe_server_error(error))
+            return
+        self._report.server_rounds += 1
+        self._hand_over(spans, counters)
 
     def _hand_over(self, spans: list[Span], counters: list[CounterSample]) -> None:
         _hand_over(self._sink, spans, counters, self._report, self._errors)

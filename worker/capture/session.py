@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterable
@@ -92,6 +93,7 @@ class JobCapture:
         self._strace: StraceCapture | None = None
         self._ebpf: EbpfCapture | None = None
         self._fuse: FuseCapture | None = None
+        self._earlier_lost_events = 0  # of a bpftrace restarted by watch_server
         self.error: str | None = None
         self._set_meta(backend=plan.backend, requested=plan.requested, fallback_reason=plan.fallback_reason)
         if plan.fallback_reason:
@@ -128,22 +130,61 @@ class JobCapture:
 
     # --- while it runs -------------------------------------------------------------------------------
 
-    def watch_server(self, pid: int | None, connect: Callable[[], Any] | None) -> None:
-        """Start tracing the running server (and later the clients), and name the lanes."""
+    def watch_clients(self) -> None:
+        """Start recording before any server runs (a physical restore: mariabackup prepares and copies back
+        first). The processes launched through client_popen are traced and named on lanes; watch_server adds
+        the server once it is up. (eBPF sees the server from its exec, in the job's process group; a kept
+        sandbox's server runs in a session of its own, so watch_server restarts bpftrace with its pid.)"""
         if not self.plan.active:
             return
-        if pid is not None:
-            self._server_pids.append(pid)
         try:
-            if self._strace is not None and pid is not None:
-                self._strace.attach(pid)
             if self._ebpf is not None:
-                self._ebpf.start(self._server_pids)
+                self._ebpf.start([])
         except CaptureError as error:
             self._broke(str(error))
             return
+        self._lanes = LaneNamer(self.sink, self.pids, None, interval_s=0.5).start()
+        self._log(f"capture: recording the IO of the job's processes with {self.plan.backend}")
+
+    def watch_server(self, pid: int | None, connect: Callable[[], Any] | None) -> None:
+        """Start tracing the running server (and later the clients), and name the lanes."""
+        if not self.plan.active or self.error is not None:
+            return
+        if pid is not None:
+            self._server_pids.append(pid)
+        early = self._lanes is not None  # watch_clients started the tracers
+        try:
+            if self._strace is not None and pid is not None:
+                self._strace.attach(pid)
+            if self._ebpf is not None and not early:
+                self._ebpf.start(self._server_pids)
+            elif self._ebpf is not None and pid is not None and not self._in_job_group(pid):
+                self._restart_ebpf()
+        except CaptureError as error:
+            self._broke(str(error))
+            return
+        if self._lanes is not None:
+            if connect is not None:
+                self._lanes.use_server(connect)
+            self._lanes.look_closely()
+            return
         self._lanes = LaneNamer(self.sink, self.pids, connect, interval_s=0.5).start()
         self._log(f"capture: recording the IO of every thread with {self.plan.backend}")
+
+    def _in_job_group(self, pid: int) -> bool:
+        try:
+            return os.getpgid(pid) in self._processes.pgids
+        except ProcessLookupError:
+            return True  # gone: nothing to add
+
+    def _restart_ebpf(self) -> None:
+        """bpftrace's pids are fixed at start: drain the one that watched the job's group and start one that
+        also watches the server (nothing else of the job runs in between: the server has just started)."""
+        assert self._ebpf is not None
+        self._ebpf.stop()
+        self._earlier_lost_events += self._ebpf.lost_events
+        self._ebpf = EbpfCapture(self.sink, self._processes.popen, self._log)
+        self._ebpf.start(self._server_pids)
 
     def pids(self) -> list[int]:
         """Processes whose threads have lanes: the server's, the clients' (and their children: under strace
@@ -165,6 +206,12 @@ class JobCapture:
 
         return traced
 
+    def look_closely(self) -> None:
+        """Name lanes often for a while: the job just opened a connection of its own (the loader's threads),
+        whose server thread may serve it only briefly."""
+        if self._lanes is not None:
+            self._lanes.look_closely()
+
     def refresh_lanes(self) -> None:
         if self._lanes is not None:
             self._lanes.refresh()
@@ -185,7 +232,7 @@ class JobCapture:
         self._name_unnamed_threads()
         meta: dict[str, str | int | float | None] = {"operations_captured": self.sink.operations}
         if self._ebpf is not None:
-            meta["lost_events"] = self._ebpf.lost_events
+            meta["lost_events"] = self._ebpf.lost_events + self._earlier_lost_events
         self._set_meta(**meta)
         if self.plan.active:
             self._log(f"capture: {self.sink.operations} operations on {len(self.sink.tids)} threads")
