@@ -1,5 +1,5 @@
-"""The app as separate processes, as a user runs it: an API (uvicorn) and a Celery worker, driven over HTTP.
-Used by the integration tests and the benchmarks."""
+"""The app as separate processes, as a user runs it: an API (uvicorn), a Celery worker and, when asked, Celery
+beat (the drill scheduler), driven over HTTP. Used by the integration tests and the benchmarks."""
 
 import os
 import signal
@@ -23,6 +23,9 @@ def free_port() -> int:
 
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
+# The admin that test and bench stacks log in as: their job stores are throwaway, so a fixed password does.
+STACK_ADMIN = "stack-admin"
+STACK_PASSWORD = "stack-admin-password"
 
 
 class Stack:
@@ -34,6 +37,7 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.api: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
+        self.beat: subprocess.Popen[bytes] | None = None
         self.http = httpx2.Client(base_url=self.url, timeout=60)
 
     def _spawn(
@@ -63,6 +67,30 @@ class Stack:
             except httpx2.TransportError:
                 time.sleep(0.2)
         raise RuntimeError(f"API did not start; see {self.logs / 'api.log'}")
+
+    def ensure_user(self, username: str, password: str, role: str = "admin") -> None:
+        """A user in this stack's job store (left as it is if it exists), made by the command line tool."""
+        subprocess.run(
+            [sys.executable, "-m", "app.users.cli", "create-user", username, "--role", role, "--if-missing"],
+            cwd=REPO,
+            env=self.env,
+            input=f"{password}\n".encode(),
+            check=True,
+            capture_output=True,
+        )
+
+    def log_in(self, username: str, password: str) -> str:
+        """Every later request of self.http carries the session, as 'Authorization: Bearer'; returns the token."""
+        response = self.http.post("/auth/login", json={"username": username, "password": password})
+        assert response.status_code == 200, response.text
+        token = str(response.json()["token"])
+        self.http.headers["Authorization"] = f"Bearer {token}"
+        return token
+
+    def log_in_as_admin(self) -> str:
+        """Logs self.http in as STACK_ADMIN, made first if this job store does not have it."""
+        self.ensure_user(STACK_ADMIN, STACK_PASSWORD)
+        return self.log_in(STACK_ADMIN, STACK_PASSWORD)
 
     def start_worker(self, extra_env: dict[str, str] | None = None) -> None:
         self.worker = self.spawn_worker(extra_env)
@@ -100,15 +128,36 @@ class Stack:
         self.worker.wait(timeout=10)
         self.worker = None
 
+    def start_beat(self) -> None:
+        """Celery beat, which sends the scheduler's tick (drills, notifications); waits until it says it is alive."""
+        command = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO"]
+        self.beat = self._spawn(command, "beat.log")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.http.get("/health").json().get("schedulers"):
+                return
+            if self.beat.poll() is not None:
+                break
+            time.sleep(0.3)
+        raise RuntimeError(f"celery beat did not start; see {self.logs / 'beat.log'}")
+
+    def stop_beat(self) -> None:
+        self._terminate(self.beat)
+        self.beat = None
+
+    @staticmethod
+    def _terminate(process: subprocess.Popen[bytes] | None) -> None:
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
     def stop(self) -> None:
-        for process in (self.worker, self.api):
-            if process is not None and process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+        for process in (self.beat, self.worker, self.api):
+            self._terminate(process)
         self.http.close()
 
     def restore(self, backup_path: str, **body: Any) -> dict[str, Any]:

@@ -92,6 +92,9 @@ def test_default_sandbox_runs_with_compiled_in_defaults(tmp_path: Path, binary: 
             with connection.cursor() as cursor:
                 cursor.execute("SELECT @@local_infile")
                 assert cursor.fetchone() == (1,)
+                # Its own tmpdir: sandboxes made at the same time do not delete each other's temporary tables.
+                cursor.execute("SELECT @@tmpdir")
+                assert cursor.fetchone() == (str(sandbox.root_dir / "tmp"),)
         finally:
             connection.close()
 

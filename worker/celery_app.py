@@ -4,15 +4,16 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import redis
 from celery import Celery
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import beat_init, worker_process_init, worker_ready
 
 from app.core.config import get_settings
 from app.core.db import get_engine, get_sessionmaker
-from app.core.liveness import TTL_S, announce_worker
+from app.core.liveness import TTL_S, announce_beat, announce_worker
 
 settings = get_settings()
 app = Celery("restorescope", broker=settings.redis_url, include=["worker.tasks"])
@@ -26,6 +27,17 @@ app.conf.update(
     task_serializer="json",
     accept_content=["json"],
     task_ignore_result=True,
+    # Celery beat's only entry: the scheduler's tick (worker/scheduler.py). It expires after one interval, so
+    # ticks that waited behind busy workers are dropped rather than run in a burst.
+    # Beat's own record of when it last sent each entry, with the app's other state.
+    beat_schedule_filename=str(settings.data_dir / "celerybeat-schedule"),
+    beat_schedule={
+        "scheduler-tick": {
+            "task": "scheduler.tick",
+            "schedule": settings.drill_tick_s,
+            "options": {"expires": max(settings.drill_tick_s, 1.0)},
+        }
+    },
 )
 
 log = logging.getLogger("restorescope.worker")
@@ -42,11 +54,11 @@ def _fresh_database_pool(**_kwargs: Any) -> None:
     get_sessionmaker.cache_clear()
 
 
-def _announce_forever(name: str) -> None:
+def _announce_forever(name: str, announce: Callable[[redis.Redis, str], None] = announce_worker) -> None:
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     while True:
         try:
-            announce_worker(client, name)
+            announce(client, name)
         except redis.RedisError as error:
             log.warning("cannot announce worker liveness: %s", error)
         threading.Event().wait(TTL_S / 3)
@@ -60,3 +72,11 @@ def _on_worker_ready(**_kwargs: Any) -> None:
     if removed:
         log.warning("removed sandboxes left by dead workers: %s", [str(p) for p in removed])
     threading.Thread(target=_announce_forever, args=(worker_name(),), daemon=True, name="liveness").start()
+
+
+@beat_init.connect
+def _on_beat_init(**_kwargs: Any) -> None:
+    # The health check says whether drills can be scheduled at all.
+    threading.Thread(
+        target=_announce_forever, args=(worker_name(), announce_beat), daemon=True, name="beat-liveness"
+    ).start()

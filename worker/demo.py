@@ -1,10 +1,12 @@
-"""Make demo backups to restore: a small `shop` database dumped with mysqldump, plain and compressed.
+"""Make demo backups to restore: a small `shop` database dumped with mysqldump, plain and compressed, and on
+request (--directories) as a mysqldump --tab directory and a mydumper directory, and (--physical) a mariabackup
+directory of the whole demo server, made by the real tools.
 
 The data is made inside a throwaway sandbox with MariaDB's sequence engine (`seq_1_to_N`), so it is
 quick and the same every time. Some values exist only to trip up dump parsers: quotes, backslashes,
 unicode, NULLs, line breaks and a string containing "),(" (the separator of extended INSERTs).
 
-    python -m worker.demo DEST [--rows N] [--big]
+    python -m worker.demo DEST [--rows N] [--big] [--directories] [--physical]
 """
 
 from __future__ import annotations
@@ -145,12 +147,17 @@ def make_demo_dumps(
     log: Callable[[str], None] = print,
     *,
     big: bool = False,
+    directories: bool = False,
+    physical: bool = False,
 ) -> list[Path]:
-    """Dump a freshly made `shop` database into dest_dir: .sql, .sql.gz, .sql.zst and -nodb.sql."""
+    """Dump a freshly made `shop` database into dest_dir: .sql, .sql.gz, .sql.zst and -nodb.sql; with
+    `directories`, also shop-tab/ (mysqldump --tab) and shop-mydumper/ (mydumper); with `physical`,
+    shop-mariabackup/ (mariabackup --backup of the demo server)."""
     if rows < 10:
         raise ValueError(f"rows must be at least 10 to give every table some data, not {rows}")
     dest_dir.mkdir(parents=True, exist_ok=True)
     processes = ProcessGroup()
+    layouts: list[Path] = []
     sandbox = Sandbox(work_root, f"demo-{os.getpid()}", ServerOptions(), detect_server_binary(), processes, log)
     with sandbox:
         sandbox.start()
@@ -159,8 +166,13 @@ def make_demo_dumps(
         without_database = dest_dir / f"{DATABASE}-nodb.sql"
         _dump(sandbox, processes, plain, ["--databases", DATABASE])
         _dump(sandbox, processes, without_database, [DATABASE])
+        if directories:
+            layouts.append(_tab_dump(sandbox, processes, dest_dir / f"{DATABASE}-tab"))
+            layouts.append(_mydumper_dump(sandbox, processes, dest_dir / f"{DATABASE}-mydumper"))
+        if physical:
+            layouts.append(_physical_backup(sandbox, processes, dest_dir / f"{DATABASE}-mariabackup"))
         _write_row_counts(sandbox, dest_dir / ROW_COUNTS_FILE)
-    paths = [plain, _gzip_copy(plain), _zstd_copy(plain), without_database]
+    paths = [plain, _gzip_copy(plain), _zstd_copy(plain), without_database, *layouts]
     log("demo dumps written: " + ", ".join(str(path) for path in paths))
     return paths
 
@@ -223,6 +235,67 @@ def _dump(sandbox: Sandbox, processes: ProcessGroup, target: Path, what: list[st
         )
 
 
+def _tab_dump(sandbox: Sandbox, processes: ProcessGroup, target: Path) -> Path:
+    """mysqldump --tab: the server writes table.txt, mysqldump table.sql; routines and events go to standard
+    output, which a DBA keeps next to the tables (shop-routines.sql)."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    _dump(sandbox, processes, target / f"{DATABASE}-routines.sql", [f"--tab={target}", DATABASE])
+    return target
+
+
+def _physical_backup(sandbox: Sandbox, processes: ProcessGroup, target: Path) -> Path:
+    """mariabackup --backup of the whole demo server (unprepared, as a DBA keeps it)."""
+    shutil.rmtree(target, ignore_errors=True)
+    command = [
+        find_tool(("mariabackup", "mariadb-backup")),
+        "--no-defaults",
+        "--backup",
+        "--user=root",
+        f"--socket={sandbox.socket_path}",
+        f"--datadir={sandbox.datadir}",
+        f"--target-dir={target}",
+    ]
+    process = processes.popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, stderr = process.communicate()
+    if process.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        raise SandboxError(f"mariabackup of the demo server failed: {stderr.decode(errors='replace').strip()[-2000:]}")
+    return target
+
+
+# mydumper 0.10 now and then hangs for good with all its threads asleep: give it a minute, then try again.
+MYDUMPER_TIMEOUT_S = 60
+
+
+def _mydumper_dump(sandbox: Sandbox, processes: ProcessGroup, target: Path) -> Path:
+    command = [
+        find_tool(("mydumper",)),
+        f"--socket={sandbox.socket_path}",
+        "--user=root",
+        f"--database={DATABASE}",
+        f"--outputdir={target}",
+        "--rows=1000",  # several chunks per big table, so parallel loaders have something to share
+        "--triggers",
+        "--events",
+        "--routines",
+        "--threads=2",
+    ]
+    for _attempt in range(3):
+        shutil.rmtree(target, ignore_errors=True)
+        process = processes.popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, stderr = process.communicate(timeout=MYDUMPER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            continue
+        if process.returncode != 0:
+            raise SandboxError(f"mydumper of the demo database failed: {stderr.decode().strip()}")
+        return target
+    raise SandboxError(f"mydumper of the demo database hung for {MYDUMPER_TIMEOUT_S} s, three times")
+
+
 def _gzip_copy(source: Path) -> Path:
     target = source.with_name(source.name + ".gz")
     # Level 6 as the gzip CLI uses; Python's default of 9 takes 2.5x as long for a hardly smaller file.
@@ -244,13 +317,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("dest", type=Path, help="directory to write shop.sql, .sql.gz, .sql.zst and -nodb.sql into")
     parser.add_argument("--rows", type=int, default=5000, help="customers and orders to create (default 5000)")
     parser.add_argument("--big", action="store_true", help=f"add a {BIG_TABLE_ROWS}-row sysbench-like table")
+    parser.add_argument(
+        "--directories", action="store_true", help="also write shop-tab/ (mysqldump --tab) and shop-mydumper/"
+    )
+    parser.add_argument(
+        "--physical", action="store_true", help="also write shop-mariabackup/ (a physical backup of the demo server)"
+    )
     parser.add_argument("--work-root", type=Path, help="where the temporary sandbox lives (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.work_root is not None:
-        make_demo_dumps(args.dest, args.work_root, args.rows, big=args.big)
+        make_demo_dumps(
+            args.dest, args.work_root, args.rows, big=args.big, directories=args.directories, physical=args.physical
+        )
         return
     with tempfile.TemporaryDirectory(prefix="restorescope-demo-") as work_root:
-        make_demo_dumps(args.dest, Path(work_root), args.rows, big=args.big)
+        make_demo_dumps(
+            args.dest, Path(work_root), args.rows, big=args.big, directories=args.directories, physical=args.physical
+        )
 
 
 if __name__ == "__main__":

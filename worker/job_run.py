@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from app.advisor.service import record_outcome
 from app.core.config import Settings
 from app.core.db import session_scope
 from app.jobs.log import add_log
@@ -18,6 +19,18 @@ from worker.celery_app import worker_name
 from worker.process_group import ProcessGroup
 
 log = logging.getLogger("restorescope.job")
+
+
+def queued_parameters(job_id: int) -> dict[str, Any] | None:
+    """A queued job's parameters; None when the job is not queued (a redelivered or duplicated message, or a
+    job cancelled while queued), which is logged and ignored."""
+    with session_scope() as session:
+        job = session.get(Job, job_id)
+        if job is None or job.status != JobStatus.QUEUED:
+            state = job.status if job else "gone"
+            log.info("job %s is %s: message ignored (redelivered, duplicated or cancelled)", job_id, state)
+            return None
+        return dict(job.parameters)
 
 
 def claim_job(job_id: int) -> bool:
@@ -85,6 +98,13 @@ class JobRun:
         with session_scope() as session:
             session.execute(update(Job).where(Job.id == self.job_id).values(**values))
 
+    def add_facts(self, **facts: Any) -> None:
+        """Merge what the run learnt into the job's run_facts (the advisor reads them; see Job.run_facts)."""
+        with session_scope() as session:
+            job = session.get(Job, self.job_id)
+            if job is not None:
+                job.run_facts = {**(job.run_facts or {}), **facts}
+
     def enter_phase(self, phase: JobPhase) -> None:
         now = utcnow().isoformat()
         with session_scope() as session:
@@ -119,3 +139,6 @@ class JobRun:
                 return
             job.status, job.finished_at, job.error = status, now, error
             add_log(session, self.job_id, error or f"job {status}", level="error" if error else "info")
+            session.flush()
+            # A re-run of an advisor's suggestion: its speedup over the parent is the suggestion's score.
+            record_outcome(session, self.job_id)

@@ -4,6 +4,7 @@ from app.api.errors import install_error_handlers
 from app.api.lifespan import lifespan
 from app.api.router import api_router
 from app.api.static import mount_frontend
+from app.metrics.routes import router as metrics_router
 
 app = FastAPI(
     title="restorescope",
@@ -12,4 +13,6 @@ app = FastAPI(
 )
 install_error_handlers(app)
 app.include_router(api_router, prefix="/api/v1")
+# At the root, where Prometheus looks; included before the frontend, whose catch-all would otherwise answer it.
+app.include_router(metrics_router)
 mount_frontend(app)

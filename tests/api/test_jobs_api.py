@@ -1,11 +1,13 @@
 """The jobs API as a client sees it: what is accepted, what is refused and with which message."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
 from fastapi.testclient import TestClient
 
+from app.models import Role
 from tests.api.conftest import error_fields, error_message
 
 
@@ -19,9 +21,10 @@ def test_create_restore_job_queues_the_job_id_only(
     client: TestClient, dumps: dict[str, Path], redis_server: str
 ) -> None:
     before = len(_queued_messages(redis_server))
-    response = client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql", "started_by": "dba"})
+    response = client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql"})
     assert response.status_code == 201, response.text
     job = response.json()
+    assert job["started_by"] == "test-admin"
     assert job["status"] == "queued" and job["phase"] == "queued" and job["kind"] == "restore"
     assert job["backup_path"] == str(dumps["plain"].resolve())
     assert job["parameters"]["target"] == {
@@ -49,6 +52,12 @@ def test_create_restore_job_queues_the_job_id_only(
     assert isinstance(headers, dict)
     assert headers["task"] == "restore.run"
     assert headers["argsrepr"] == f"[{job['id']}]"
+
+
+def test_started_by_is_the_logged_in_user_and_cannot_be_set(client: TestClient, dumps: dict[str, Path]) -> None:
+    response = client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql", "started_by": "someone"})
+    assert response.status_code == 422
+    assert "started_by is the logged-in user and cannot be set" in error_message(response.json())
 
 
 def test_preset_and_explicit_options_merge(client: TestClient, dumps: dict[str, Path]) -> None:
@@ -89,10 +98,12 @@ def test_missing_backup_is_refused(client: TestClient, dumps: dict[str, Path]) -
     assert "api/nope.sql does not exist under the backup roots" in error_message(response.json())
 
 
-def test_format_not_restorable_yet_is_refused(client: TestClient, dumps: dict[str, Path]) -> None:
+def test_unfinished_dump_is_refused(client: TestClient, dumps: dict[str, Path]) -> None:
     response = client.post("/api/v1/jobs/restore", json={"backup_path": "api/mydumper-dir"})
     assert response.status_code == 422
-    assert "is a mydumper backup; this version restores mysqldump files" in error_message(response.json())
+    # The user sees why the backup cannot be restored, next to the backup picker.
+    assert "cannot be restored: the metadata file has no 'Finished dump at' line" in error_message(response.json())
+    assert error_fields(response.json()) == ["backup_path"]
 
 
 def test_bad_options_are_reported_per_field(client: TestClient, dumps: dict[str, Path]) -> None:
@@ -139,15 +150,16 @@ def test_saved_target_needs_a_database_when_the_dump_names_none(client: TestClie
     assert ok.json()["target_id"] == target["id"]
 
 
-def test_list_filter_and_page(client: TestClient, dumps: dict[str, Path]) -> None:
+def test_list_filter_and_page(client_as: Callable[[Role], TestClient], dumps: dict[str, Path]) -> None:
+    client, operator = client_as(Role.ADMIN), client_as(Role.OPERATOR)
     ids = [
-        client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql", "started_by": who}).json()["id"]
-        for who in ("ann", "bob", "ann")
+        who.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql"}).json()["id"]
+        for who in (operator, client, operator)
     ]
     client.post(f"/api/v1/jobs/{ids[1]}/cancel")
     everything = client.get("/api/v1/jobs").json()
     assert everything["count"] == 3 and [j["id"] for j in everything["data"]] == ids[::-1]
-    assert [j["id"] for j in client.get("/api/v1/jobs", params={"started_by": "ann"}).json()["data"]] == [
+    assert [j["id"] for j in client.get("/api/v1/jobs", params={"started_by": "test-operator"}).json()["data"]] == [
         ids[2],
         ids[0],
     ]
@@ -196,3 +208,179 @@ def test_openapi_and_presets(client: TestClient) -> None:
     presets = {p["name"]: p for p in client.get("/api/v1/sandbox-presets").json()}
     assert presets["fast-restore"]["options"]["innodb_doublewrite"] is False
     assert presets["server-defaults"]["options"]["innodb_doublewrite"] is None
+
+
+def test_runner_threads_and_chunk_size_are_stored_with_the_job(client: TestClient, dumps: dict[str, Path]) -> None:
+    default = client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql"})
+    assert default.status_code == 201, default.text
+    # auto picks the parallel loader; threads left to the worker (its CPU count); 64 MiB chunks.
+    parameters = default.json()["parameters"]
+    assert (parameters["runner"], parameters["threads"], parameters["chunk_size"]) == ("loader", None, 64 << 20)
+
+    chosen = client.post(
+        "/api/v1/jobs/restore",
+        json={"backup_path": "api/shop.sql.gz", "runner": "mysql", "threads": 8, "chunk_size": 1 << 20},
+    )
+    assert chosen.status_code == 201, chosen.text
+    parameters = chosen.json()["parameters"]
+    assert (parameters["runner"], parameters["threads"], parameters["chunk_size"]) == ("mysql", 8, 1 << 20)
+
+
+def test_loader_constants_agree_with_the_api() -> None:
+    from app.jobs import schemas
+    from worker.runners import loader
+
+    assert schemas.DEFAULT_CHUNK_SIZE == loader.DEFAULT_CHUNK_SIZE
+    assert schemas.MIN_CHUNK_SIZE == loader.MIN_CHUNK_SIZE
+
+
+def _tab_dump(folder: Path, name: str, suffix: str = "") -> Path:
+    tab = folder / name
+    tab.mkdir()
+    (tab / "t.sql").write_text("CREATE TABLE t (id int);\n")
+    (tab / f"t.txt{suffix}").write_bytes(b"1\n2\n")
+    return tab
+
+
+def test_a_runner_that_cannot_read_the_format_is_refused_next_to_the_runner(
+    client: TestClient, dumps: dict[str, Path]
+) -> None:
+    tab = _tab_dump(dumps["plain"].parent, "tab-plain")
+    gzipped = _tab_dump(dumps["plain"].parent, "tab-gzip", ".gz")
+    try:
+        cases = [
+            (
+                "api/tab-plain",
+                "mysql",
+                "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst), and this backup is a "
+                "mysqldump --tab directory: choose restorescope's loader or mysqlimport (auto picks the loader)",
+            ),
+            (
+                "api/shop.sql",
+                "myloader",
+                "myloader reads only a mydumper directory, and this backup is a mysqldump file",
+            ),
+            ("api/shop.sql", "mysqlimport", "mysqlimport reads only a mysqldump --tab directory"),
+            ("api/tab-gzip", "mysqlimport", "this --tab dump is compressed (gzip): choose restorescope's loader"),
+        ]
+        for path, runner, message in cases:
+            response = client.post("/api/v1/jobs/restore", json={"backup_path": path, "runner": runner})
+            assert response.status_code == 422, (path, runner, response.text)
+            assert error_fields(response.json()) == ["runner"], response.json()
+            assert message in error_message(response.json()), (path, runner)
+        ok = client.post("/api/v1/jobs/restore", json={"backup_path": "api/tab-plain", "runner": "mysqlimport"})
+        assert ok.status_code == 201, ok.text
+    finally:
+        for folder in (tab, gzipped):
+            for child in folder.iterdir():
+                child.unlink()
+            folder.rmdir()
+
+
+def test_threads_and_chunk_size_out_of_range_are_reported_per_field(client: TestClient, dumps: dict[str, Path]) -> None:
+    cases: list[tuple[dict[str, object], str, str]] = [
+        ({"threads": 0}, "threads", "greater than or equal to 1"),
+        ({"threads": 65}, "threads", "less than or equal to 64"),
+        ({"chunk_size": 1000}, "chunk_size", "greater than or equal to 65536"),
+        ({"chunk_size": 2 << 30}, "chunk_size", "less than or equal to 1073741824"),
+        ({"runner": "pigz"}, "runner", "Input should be 'auto', 'loader', 'mysql', 'myloader', 'mysqlimport', "),
+    ]
+    for body, field, message in cases:
+        response = client.post("/api/v1/jobs/restore", json={"backup_path": "api/shop.sql", **body})
+        assert response.status_code == 422, body
+        assert error_fields(response.json()) == [field], response.json()
+        assert message in error_message(response.json()), response.json()
+
+
+def _physical_backup(folder: Path, backup_type: str = "full-backuped", name: str | None = None) -> Path:
+    """What detection reads of a mariabackup directory: its checkpoints file and aria_log_control."""
+    backup = folder / (name or f"physical-{backup_type}")
+    backup.mkdir(exist_ok=True)
+    (backup / "xtrabackup_checkpoints").write_text(
+        f"backup_type = {backup_type}\nfrom_lsn = 0\nto_lsn = 100\nlast_lsn = 200\n"
+    )
+    (backup / "aria_log_control").write_bytes(b"\0" * 52)
+    (backup / "ibdata1").write_bytes(b"\0" * 4096)
+    return backup
+
+
+def _remove(folder: Path) -> None:
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+
+
+def test_a_physical_backup_is_restored_by_mariabackup_with_its_prepare_settings(
+    client: TestClient, dumps: dict[str, Path]
+) -> None:
+    backup = _physical_backup(dumps["plain"].parent)
+    try:
+        listed = client.get("/api/v1/backups").json()
+        entry = next(b for b in listed["data"] if b["path"] == str(backup.resolve()))
+        assert (entry["format"], entry["restorable"]) == ("mariabackup", True)
+        # auto picks mariabackup for a physical backup; the prepare's settings are stored with the job.
+        response = client.post(
+            "/api/v1/jobs/restore",
+            json={"backup_path": "api/physical-full-backuped", "use_memory": "1G", "write_io_threads": 8},
+        )
+        assert response.status_code == 201, response.text
+        parameters = response.json()["parameters"]
+        assert parameters["runner"] == "mariabackup"
+        assert (parameters["use_memory"], parameters["read_io_threads"], parameters["write_io_threads"]) == (
+            "1G",
+            None,
+            8,
+        )
+        xtra = client.post(
+            "/api/v1/jobs/restore", json={"backup_path": "api/physical-full-backuped", "runner": "xtrabackup"}
+        )
+        assert xtra.status_code == 422 and error_fields(xtra.json()) == ["runner"], xtra.text
+    finally:
+        _remove(backup)
+
+
+def test_physical_restores_are_refused_with_a_message_per_field(client: TestClient, dumps: dict[str, Path]) -> None:
+    backup = _physical_backup(dumps["plain"].parent)
+    incremental = _physical_backup(dumps["plain"].parent, "incremental")
+    compressed = _physical_backup(dumps["plain"].parent, "full-backuped", "physical-compressed")
+    (compressed / "ibdata1").rename(compressed / "ibdata1.qp")
+    target = client.post("/api/v1/targets", json={"name": "prod-replica", "user": "restore", "password": "pw"}).json()
+    physical = "api/physical-full-backuped"
+    cases: list[tuple[dict[str, object], str, str]] = [
+        (
+            {"backup_path": physical, "runner": "mysql"},
+            "runner",
+            "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst), and this backup is a mariabackup "
+            "directory (a physical copy of a server's files, not SQL): choose mariabackup (auto picks mariabackup)",
+        ),
+        ({"backup_path": physical, "runner": "loader"}, "runner", "restorescope's loader reads only"),
+        (
+            {"backup_path": "api/shop.sql", "runner": "mariabackup"},
+            "runner",
+            "mariabackup reads only a mariabackup directory (a physical copy of a server's files, not SQL), and this "
+            "backup is a mysqldump file (.sql, .sql.gz, .sql.zst): choose restorescope's loader or the mysql client",
+        ),
+        (
+            {"backup_path": physical, "target": {"kind": "saved", "target_id": target["id"]}},
+            "target",
+            "a physical backup is restored by replacing a server's whole datadir with the backup's files, so it only "
+            "goes into a new sandbox",
+        ),
+        ({"backup_path": physical, "database": "shop"}, "database", "restores the whole server"),
+        ({"backup_path": physical, "use_memory": "lots"}, "use_memory", "String should match pattern"),
+        ({"backup_path": physical, "read_io_threads": 0}, "read_io_threads", "greater than or equal to 1"),
+        ({"backup_path": physical, "write_io_threads": 65}, "write_io_threads", "less than or equal to 64"),
+        ({"backup_path": "api/shop.sql", "use_memory": "1G"}, "use_memory", "sets the prepare of a physical backup"),
+        ({"backup_path": "api/physical-incremental"}, "backup_path", "an incremental backup"),
+        ({"backup_path": "api/physical-compressed"}, "backup_path", "decompress them first (mariabackup --decompress)"),
+    ]
+    try:
+        for body, field, message in cases:
+            response = client.post("/api/v1/jobs/restore", json=body)
+            assert response.status_code == 422, (body, response.text)
+            assert error_fields(response.json()) == [field], (body, response.json())
+            assert message in error_message(response.json()), (body, response.json())
+    finally:
+        _remove(backup)
+        _remove(incremental)
+        _remove(compressed)

@@ -2,22 +2,31 @@
 of the session, sandbox MariaDB servers, and dumps made by mysqldump from a real server."""
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.sandboxes.options import ServerOptions
 from tests.conftest import TEST_ROOT
 from tests.stack import REPO, Stack
+from worker.process_group import ProcessGroup
+from worker.sandbox.binary import detect_server_binary, find_tool
+from worker.sandbox.server import Sandbox
 
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
-    running = Stack(TEST_ROOT / "logs", {"RESTORESCOPE_SWEEP_INTERVAL_S": "2"})
+    # The scheduler ticks every second when a test starts Celery beat (Stack.start_beat).
+    running = Stack(TEST_ROOT / "logs", {"RESTORESCOPE_SWEEP_INTERVAL_S": "2", "RESTORESCOPE_DRILL_TICK_S": "1"})
     try:
         running.start_api()
+        # As an admin, who may do everything: who may do what is tested in tests/api.
+        running.log_in_as_admin()
         running.start_worker()
         yield running
     finally:
@@ -72,3 +81,65 @@ def server_processes(marker: str) -> list[int]:
         if "mariadbd" in cmdline and marker in cmdline:
             found.append(int(proc.name))
     return found
+
+
+# A physical backup of a server written to while it was taken (shared by the physical restore and advisor tests).
+FIXED_ROWS = 3000
+MYISAM_ROWS = 200
+T_START_ROWS = 30_000
+T_BATCH_ROWS = 2000
+
+
+def _keep_writing(sandbox: Sandbox, connected: threading.Event, stop: threading.Event) -> None:
+    with sandbox.connect("shop") as connection, connection.cursor() as cursor:
+        connected.set()
+        while not stop.is_set():
+            cursor.execute(f"INSERT INTO t (k, pad) SELECT seq MOD 1000, REPEAT('x', 200) FROM seq_1_to_{T_BATCH_ROWS}")
+
+
+@pytest.fixture(scope="session")
+def physical_backup(backup_root: Path, work_root: Path) -> Iterator[Path]:
+    """backup_root/physical/shop: a mariabackup directory of a server holding shop.t (written to during the
+    backup), shop.fixed (InnoDB) and shop.counters (MyISAM)."""
+    folder = backup_root / "physical"
+    target = folder / "shop"
+    folder.mkdir(parents=True, exist_ok=True)
+    processes = ProcessGroup()
+    with Sandbox(
+        work_root / "physical-source", "source", ServerOptions(), detect_server_binary(), processes, lambda _: None
+    ) as source:
+        source.start()
+        with source.connect() as admin, admin.cursor() as cursor:
+            cursor.execute("CREATE DATABASE shop")
+            cursor.execute("USE shop")
+            cursor.execute("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, k INT, pad CHAR(200), KEY (k))")
+            cursor.execute("CREATE TABLE fixed (id INT PRIMARY KEY, v VARCHAR(50)) ENGINE=InnoDB")
+            cursor.execute("CREATE TABLE counters (id INT PRIMARY KEY, n INT) ENGINE=MyISAM")
+            # Redo written before the backup is in it too: enough for several recovery batches with 8M.
+            cursor.execute(f"INSERT INTO t (k, pad) SELECT seq MOD 1000, REPEAT('y', 200) FROM seq_1_to_{T_START_ROWS}")
+            cursor.execute(f"INSERT INTO fixed SELECT seq, CONCAT('row ', seq) FROM seq_1_to_{FIXED_ROWS}")
+            cursor.execute(f"INSERT INTO counters SELECT seq, seq * 10 FROM seq_1_to_{MYISAM_ROWS}")
+        connected, stop = threading.Event(), threading.Event()
+        writer = threading.Thread(target=_keep_writing, args=(source, connected, stop))
+        writer.start()
+        assert connected.wait(timeout=30)
+        try:
+            made = subprocess.run(
+                [
+                    find_tool(("mariabackup", "mariadb-backup")),
+                    "--no-defaults",
+                    "--backup",
+                    "--user=root",
+                    f"--target-dir={target}",
+                    f"--socket={source.socket_path}",
+                    f"--datadir={source.datadir}",
+                ],
+                capture_output=True,
+                timeout=300,
+            )
+            assert made.returncode == 0, made.stderr.decode(errors="replace")[-3000:]
+        finally:
+            stop.set()
+            writer.join()
+    yield target
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Captured restores through the real stack: API -> worker -> sandbox, with strace, eBPF or FUSE recording every
-thread's IO, read back through the trace API as the timeline reads it."""
+thread's IO, read back through the trace API as the timeline reads it. These restores run the mysql client
+(runner="mysql"), so the client's own process is traced too; the loader's capture is in test_loader_jobs.py."""
 
 import time
 from collections.abc import Iterator
@@ -55,16 +56,30 @@ def _assert_captured_restore(stack: Stack, job: dict[str, Any], backend: str) ->
 
 
 def test_a_restore_is_captured_with_ebpf_by_default(live_worker: Stack, demo_dumps: dict[str, Path]) -> None:
-    job = live_worker.restore("demo/shop.sql")
+    job = live_worker.restore("demo/shop.sql", runner="mysql")
     trace = _assert_captured_restore(live_worker, job, "ebpf")
     assert trace["aio_mode"] == "io_uring" and trace["fallback_reason"] is None
     assert "io_uring" in trace["visibility"]
     assert trace["meta"]["lost_events"] == 0
-    assert not any(m.startswith("AIO switched") for m in live_worker.log_messages(job["id"]))
+    logs = live_worker.log_messages(job["id"])
+    assert not any(m.startswith("AIO switched") for m in logs)
+    _assert_sampled(live_worker, job["id"], trace, logs)
+
+
+def _assert_sampled(stack: Stack, job_id: int, trace: dict[str, Any], logs: list[str]) -> None:
+    """CPU per thread and the server's state share the IO's trace: the run page draws them on the same lanes."""
+    tracks = {counter["track"] for counter in trace["counters"]}
+    assert {"server.rows_inserted", "server.dirty_pages", "server.threads_running"} <= tracks, (tracks, logs)
+    assert {"cpu.user", "cpu.iowait"} <= tracks, tracks
+    window = stack.http.get(f"/jobs/{job_id}/trace/window", params={"width_px": 400}).json()
+    cpu_spans = [span for lane in window["lanes"] for span in lane["spans"] if span["track"] == "cpu"]
+    assert any(span["label"] == "running" for span in cpu_spans), cpu_spans[:5]
+    summary = next(m for m in logs if m.startswith("sampling: "))
+    assert "busiest threads: mariadbd" in summary and "% of a core" in summary, summary
 
 
 def test_strace_capture_switches_aio_and_says_so(live_worker: Stack, demo_dumps: dict[str, Path]) -> None:
-    job = live_worker.restore("demo/shop.sql.zst", capture="strace")
+    job = live_worker.restore("demo/shop.sql.zst", capture="strace", runner="mysql")
     trace = _assert_captured_restore(live_worker, job, "strace")
     assert trace["aio_mode"] == "aio"
     assert {op["op"] for op in _ibd_writes(live_worker, job["id"])} == {"io_submit"}
@@ -77,7 +92,7 @@ def test_strace_capture_switches_aio_and_says_so(live_worker: Stack, demo_dumps:
 def test_fuse_capture_sees_the_datadir_and_leaves_no_mount(
     live_worker: Stack, demo_dumps: dict[str, Path], work_root: Path
 ) -> None:
-    job = live_worker.restore("demo/shop.sql", capture="fuse")
+    job = live_worker.restore("demo/shop.sql", capture="fuse", runner="mysql")
     _assert_captured_restore(live_worker, job, "fuse")
     assert {op["op"] for op in _ibd_writes(live_worker, job["id"])} == {"write"}
     assert mounts_under(work_root) == []
@@ -107,7 +122,7 @@ def worker_without_ebpf(stack: Stack) -> Any:
 
 
 def test_auto_falls_back_to_strace_with_the_reason(worker_without_ebpf: Stack, demo_dumps: dict[str, Path]) -> None:
-    job = worker_without_ebpf.restore("demo/shop.sql")
+    job = worker_without_ebpf.restore("demo/shop.sql", runner="mysql")
     trace = _assert_captured_restore(worker_without_ebpf, job, "strace")
     assert trace["fallback_reason"] == (
         "ebpf: ebpf capture is turned off on this worker (RESTORESCOPE_CAPTURE_DISABLED)"
@@ -152,7 +167,9 @@ def test_a_local_saved_target_is_captured_as_it_is(
         },
     )
     assert response.status_code == 201, response.text
-    job = live_worker.restore("demo/shop.sql", target={"kind": "saved", "target_id": response.json()["id"]})
+    job = live_worker.restore(
+        "demo/shop.sql", target={"kind": "saved", "target_id": response.json()["id"]}, runner="mysql"
+    )
     done = live_worker.wait_until_done(job["id"])
     assert done["status"] == "succeeded", done["error"]
     trace = _trace(live_worker, job["id"])

@@ -1,6 +1,5 @@
 """Cancel, a worker killed mid-restore, redelivered messages, and one restore per saved target."""
 
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,7 +128,9 @@ def _command_lines() -> list[str]:
     return lines
 
 
-def test_one_restore_per_saved_target_at_a_time(live_worker: Stack, big_dump: Path, saved_server: Sandbox) -> None:
+def test_one_restore_per_saved_target_at_a_time(
+    live_worker: Stack, big_dump: Path, saved_server: Sandbox, work_root: Path
+) -> None:
     target_id = _save_target(live_worker, saved_server, "shared-target", PASSWORD)
     first = live_worker.restore("big/shop.sql", target={"kind": "saved", "target_id": target_id})
     second = live_worker.restore("big/shop.sql", target={"kind": "saved", "target_id": target_id})
@@ -157,5 +158,5 @@ def test_one_restore_per_saved_target_at_a_time(live_worker: Stack, big_dump: Pa
     ]
     assert waits, "neither job waited for the other"
     assert all(v["ok"] for s in states for v in s["verification"])
-    # The password file handed to the mysql client is gone.
-    assert not list(Path(tempfile.gettempdir()).glob("restorescope-*.cnf"))
+    # The password file handed to the mysql client (in the job's own directory under the work root) is gone.
+    assert not list(work_root.rglob("restorescope-*.cnf"))

@@ -41,7 +41,20 @@ def test_truncated_compressed_dump(
     data = demo_dumps[name].read_bytes()
     (bad_dumps / name).write_bytes(data[: len(data) * 6 // 10])
     job = live_worker.restore(f"bad/{name}")
-    _assert_failed_cleanly(live_worker, job["id"], "truncated", "copy the backup again", compression)
+    done = _assert_failed_cleanly(live_worker, job["id"], "truncated", "copy the backup again", compression)
+    # The backup picker marks it as a backup that does not restore, with this job's reason.
+    assert done["backup_verdict"] == "does_not_restore"
+    assert _last_restore(live_worker, f"bad/{name}") == {
+        "job_id": job["id"],
+        "verdict": "does_not_restore",
+        "finished_at": done["finished_at"],
+        "error": done["error"],
+    }
+
+
+def _last_restore(stack: Stack, relative_path: str) -> object:
+    backups = stack.http.get("/backups").json()["data"]
+    return next(b["last_restore"] for b in backups if b["path"].endswith(relative_path))
 
 
 def test_sql_error_half_way(live_worker: Stack, demo_dumps: dict[str, Path], bad_dumps: Path) -> None:
@@ -52,6 +65,7 @@ def test_sql_error_half_way(live_worker: Stack, demo_dumps: dict[str, Path], bad
     job = live_worker.restore("bad/broken.sql")
     done = _assert_failed_cleanly(live_worker, job["id"], f"at line {middle + 1}", "ERROR 1064")
     assert "damaged" in str(done["error"])
+    assert done["backup_verdict"] == "does_not_restore"
     assert any("ERROR 1064" in m for m in live_worker.log_messages(job["id"]))
 
 
@@ -61,9 +75,11 @@ def test_port_already_taken(live_worker: Stack, demo_dumps: dict[str, Path]) -> 
         squatter.listen()
         port = squatter.getsockname()[1]
         job = live_worker.restore("demo/shop.sql", target={"kind": "sandbox", "options": {"port": port}})
-        _assert_failed_cleanly(
+        done = _assert_failed_cleanly(
             live_worker, job["id"], f"port {port} is already in use on 127.0.0.1", "leave the port empty"
         )
+    # Not the backup's fault: no verdict on it.
+    assert done["backup_verdict"] is None
 
 
 def test_backup_removed_after_it_was_queued(

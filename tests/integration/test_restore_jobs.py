@@ -9,7 +9,7 @@ import pymysql
 import pytest
 
 from tests.integration.conftest import server_processes
-from tests.stack import Stack
+from tests.stack import STACK_ADMIN, Stack
 
 pytestmark = pytest.mark.integration
 
@@ -24,9 +24,10 @@ def _counts_in(dump: Path) -> dict[str, int]:
 def test_restore_into_a_sandbox_verifies_every_table(
     live_worker: Stack, demo_dumps: dict[str, Path], work_root: Path, name: str
 ) -> None:
-    job = live_worker.restore(f"demo/{name}", started_by="dba")
+    job = live_worker.restore(f"demo/{name}")
     done = live_worker.wait_until_done(job["id"])
     assert done["status"] == "succeeded", done["error"]
+    assert done["started_by"] == STACK_ADMIN
     assert done["percent"] == 100.0 and done["bytes_done"] == done["bytes_total"] == demo_dumps[name].stat().st_size
     assert done["rows_done"] > 0 and done["mb_per_s"] is not None and done["duration_s"] > 0
     assert done["server_flavour"] == "mariadb" and done["server_version"].startswith("10.")
@@ -36,6 +37,7 @@ def test_restore_into_a_sandbox_verifies_every_table(
     expected = _counts_in(demo_dumps["shop.sql"])
     verified = {f"{v['database']}.{v['table']}": (v["expected"], v["actual"], v["ok"]) for v in done["verification"]}
     assert verified == {table: (rows, rows, True) for table, rows in expected.items()}
+    assert done["backup_verdict"] == "restores"
 
     server = live_worker.http.get(f"/jobs/{job['id']}/server").json()
     assert [s["moment"] for s in server["snapshots"]] == ["start", "end"]

@@ -8,15 +8,16 @@ from sqlalchemy import delete
 
 from app.core.db import session_scope
 from app.main import app
-from app.models import Job, JobKind, JobLog, JobPhase, JobStatus
+from app.models import AuditEvent, Job, JobKind, JobLog, JobPhase, JobStatus, Role
 from app.models.trace import Trace
+from tests.auth import ROLE_USERS, bearer, ensure_user, session_token
 
 
 @pytest.fixture(autouse=True)
 def empty_job_store() -> Iterator[None]:
     yield
     with session_scope() as session:
-        for model in (Trace, JobLog, Job):
+        for model in (Trace, JobLog, Job, AuditEvent):
             session.execute(delete(model))
 
 
@@ -35,5 +36,7 @@ def job_id() -> int:
 
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    with TestClient(app) as test_client:
+    """Logged in as an operator, who may read traces and import them."""
+    ensure_user(ROLE_USERS[Role.OPERATOR], Role.OPERATOR)
+    with TestClient(app, headers=bearer(session_token(ROLE_USERS[Role.OPERATOR]))) as test_client:
         yield test_client

@@ -7,6 +7,7 @@ A sandbox lives in `work_root/name/`:
     mysqld.pid    the server's pid file
     error.log     the server's error log; its tail goes into error messages
     install.log   output of mariadb-install-db
+    tmp/          the server's tmpdir: concurrent bootstraps in a shared /tmp delete each other's temporary tables
     owner.json    which worker (host and pid) owns the sandbox, and the server pid, for reap_orphans
     keep          present when the user asked to keep the sandbox: never reaped, never removed on exit
 """
@@ -109,6 +110,10 @@ class Sandbox:
         return self._root_dir / "data"
 
     @property
+    def binary(self) -> ServerBinary:
+        return self._binary
+
+    @property
     def real_datadir(self) -> Path:
         """Where the files really are: data.real/ under a layer, else the datadir itself."""
         return self._root_dir / "data.real" if self._datadir_layer is not None else self.datadir
@@ -149,7 +154,7 @@ class Sandbox:
     def start(self, timeout_s: float = 120) -> None:
         """Create the datadir and start the server; returns once it accepts connections."""
         deadline = time.monotonic() + timeout_s
-        self._prepare_directories()
+        self.claim()
         if self._options.port is not None:
             _require_free_port(self._options.port)
         self._install_datadir(deadline)
@@ -208,8 +213,11 @@ class Sandbox:
 
     # --- using it ---------------------------------------------------------------------------------
 
-    def connect(self, database: str | None = None) -> pymysql.connections.Connection[Any]:
-        """A root connection over the unix socket, with autocommit and LOAD DATA LOCAL allowed."""
+    def connect(
+        self, database: str | None = None, program_name: str | None = None
+    ) -> pymysql.connections.Connection[Any]:
+        """A root connection over the unix socket, with autocommit and LOAD DATA LOCAL allowed. `program_name`
+        is what the server's session attributes (and so the timeline's lane of the connection) call it."""
         return pymysql.connect(
             unix_socket=str(self._socket_path),
             user="root",
@@ -219,6 +227,7 @@ class Sandbox:
             autocommit=True,
             charset="utf8mb4",
             connect_timeout=5,
+            program_name=program_name,
         )
 
     def client_args(self) -> list[str]:
@@ -238,8 +247,11 @@ class Sandbox:
 
     # --- start, step by step ----------------------------------------------------------------------
 
-    def _prepare_directories(self) -> None:
+    def claim(self) -> None:
+        """Create the sandbox's directory and mark it as this worker's, so the sweep removes it if the worker dies.
+        start() does it; call it first when files go into the datadir before start() (a physical restore)."""
         self._root_dir.mkdir(parents=True, exist_ok=True)
+        (self._root_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
         if self._socket_path.parent != self._root_dir:
             _make_private_dir(self._socket_path.parent)
         self._write_owner(server_pid=None)
@@ -291,6 +303,7 @@ class Sandbox:
             datadir,
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
+            f"--tmpdir={self._root_dir / 'tmp'}",  # passed on to the bootstrap server
         ]
 
     def _launch_on_a_free_port(self, deadline: float) -> None:
@@ -327,6 +340,7 @@ class Sandbox:
             "--bind-address=127.0.0.1",
             f"--pid-file={self._root_dir / 'mysqld.pid'}",
             f"--log-error={self._root_dir / 'error.log'}",
+            f"--tmpdir={self._root_dir / 'tmp'}",
             *server_flags(self._options, self._binary),
         ]
 
@@ -349,6 +363,15 @@ class Sandbox:
     def _accepts_connections(self) -> bool:
         if not self._socket_path.exists():
             return False
+        # PyMySQL does not close its socket when the unix-socket connect itself is refused (the server has made the
+        # socket file but does not listen yet): the leaked socket's ResourceWarning then fails whichever test is
+        # running when it is collected. A socket of our own, closed either way, asks first.
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1)
+            try:
+                probe.connect(str(self._socket_path))
+            except OSError:
+                return False
         try:
             self.connect().close()
         except pymysql.err.OperationalError:

@@ -14,10 +14,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 HEAD_BYTES = 256 * 1024
 
-# Formats the API accepts restore jobs for today (the mysql client runner); the others are listed so the user
-# sees them. The parallel loader (worker.runners.loader) restores LOADER_FORMATS (below); is_restorable()
-# also looks at what detection found wrong in a backup (an unfinished dump).
-RESTORABLE_FORMATS = frozenset({"mysqldump"})
+# Restore jobs take the formats the parallel loader (worker.runners.loader) restores, LOADER_FORMATS, and
+# physical backups, PHYSICAL_FORMATS (below); is_restorable() also looks at what detection found wrong in a
+# backup (an unfinished dump). The others are listed so the user sees them.
 
 
 @dataclass
@@ -88,8 +87,7 @@ def detect_file(path: Path) -> Detected | None:
 def detect_directory(path: Path) -> Detected | None:
     names = {child.name for child in path.iterdir()}
     if names & {"xtrabackup_checkpoints", "mariadb_backup_checkpoints"}:
-        tool = "mariabackup" if "mariadb_backup_checkpoints" in names or "aria_log_control" in names else "xtrabackup"
-        return Detected(format=tool, details=_restorability([f"{tool} backups are not restored by these runners yet"]))
+        return _physical(path, names)
     if "@.json" in names:
         return _mysqlsh(path, names)
     if "metadata" in names or "metadata.partial" in names:
@@ -110,11 +108,62 @@ def detect_directory(path: Path) -> Detected | None:
 # --- dump directories: cheap checks (names, small metadata files); the loader checks every file before loading
 
 LOADER_FORMATS = frozenset({"mysqldump", "mysqldump-tab", "mydumper", "mysqlsh"})
+# Physical backups (unpacked directories): prepared on a copy and copied back into a new sandbox
+# (worker.runners.physical), which checks them file by file; detection only reads the checkpoints file.
+PHYSICAL_FORMATS = frozenset({"mariabackup", "xtrabackup"})
 
 
 def is_restorable(format_name: str, details: dict[str, Any]) -> bool:
-    """Whether restorescope's loader can restore this backup (its format, and no problem found in it)."""
-    return format_name in LOADER_FORMATS and bool(details.get("restorable", True))
+    """Whether restorescope can restore this backup (its format, and no problem found in it)."""
+    return format_name in LOADER_FORMATS | PHYSICAL_FORMATS and bool(details.get("restorable", True))
+
+
+_BACKUP_TYPE = re.compile(r"^backup_type\s*=\s*(\S+)", re.MULTILINE)
+
+
+def _physical(path: Path, names: set[str]) -> Detected:
+    tool = "mariabackup" if "mariadb_backup_checkpoints" in names or "aria_log_control" in names else "xtrabackup"
+    checkpoints = "mariadb_backup_checkpoints" if "mariadb_backup_checkpoints" in names else "xtrabackup_checkpoints"
+    try:
+        text = (path / checkpoints).read_text(errors="replace")[: 1 << 16]
+    except OSError:
+        text = ""
+    found = _BACKUP_TYPE.search(text)
+    backup_type = found.group(1) if found else None
+    problems = []
+    if backup_type is None:
+        problems.append(f"{checkpoints} has no backup_type: the backup is damaged or unfinished")
+    elif backup_type == "incremental":
+        problems.append("an incremental backup: restore its full backup with the increments applied instead")
+    if any(name.endswith((".qp", ".lz4", ".xbcrypt")) for name in names):
+        problems.append("its files are compressed or encrypted: decompress them first (mariabackup --decompress)")
+    details: dict[str, Any] = {"backup_type": backup_type, "prepared": backup_type in ("full-prepared", "log-applied")}
+    details["databases"] = _physical_databases(path)
+    details.update(_restorability(problems))
+    return Detected(format=tool, details=details)
+
+
+# Schemas of the server itself, copied by every physical backup: not databases anyone protects.
+_SYSTEM_SCHEMAS = frozenset({"mysql", "performance_schema", "sys", "information_schema"})
+
+
+def _physical_databases(path: Path) -> list[str]:
+    """A physical backup copies the datadir: one directory per database (names starting with # are InnoDB's)."""
+    try:
+        children = list(path.iterdir())
+    except OSError:
+        return []
+    names = (_decode_filename(c.name) for c in children if c.is_dir() and not c.name.startswith("#"))
+    return sorted(name for name in names if name not in _SYSTEM_SCHEMAS)
+
+
+_ENCODED_CHARACTER = re.compile(r"@([0-9a-fA-F]{4})")
+
+
+def _decode_filename(name: str) -> str:
+    """A database name from its directory name: the server writes other characters than [A-Za-z0-9_] as @XXXX
+    (their code point in hex), so `my-db` lives in my@002ddb."""
+    return _ENCODED_CHARACTER.sub(lambda match: chr(int(match.group(1), 16)), name)
 
 
 def _restorability(problems: list[str]) -> dict[str, Any]:

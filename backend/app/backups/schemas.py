@@ -1,7 +1,16 @@
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+
+class LastRestorePublic(BaseModel):
+    """The newest restore of a backup that showed whether it restores (see JobPublic.backup_verdict)."""
+
+    job_id: int
+    verdict: Literal["restores", "does_not_restore"]
+    finished_at: datetime | None
+    error: str | None
 
 
 class BackupPublic(BaseModel):
@@ -17,6 +26,7 @@ class BackupPublic(BaseModel):
     details: dict[str, Any]
     restorable: bool
     missing: bool
+    last_restore: LastRestorePublic | None = None
 
 
 class BackupsPublic(BaseModel):

@@ -5,12 +5,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.backups.detect import Detected, detect_directory, detect_file
 from app.backups.paths import resolve_backup_path
-from app.models import Backup
+from app.backups.schemas import LastRestorePublic
+from app.models import Backup, Job
 from app.models.base import utcnow
 
 MAX_SCAN_DEPTH = 6
@@ -24,6 +25,8 @@ def _walk(root: Path) -> Iterator[tuple[Path, Detected]]:
     """Artifacts under one root; a directory recognised as a backup is one artifact, not descended into."""
     for current, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(current)
+        # Hidden directories are work in progress (a backup job writes into .NAME.partial-JOB), never listed.
+        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
         depth = len(here.relative_to(root).parts)
         if here != root and (found := detect_directory(here)) is not None:
             dirnames.clear()
@@ -69,6 +72,25 @@ def scan_backups(session: Session, roots: list[Path]) -> list[Backup]:
             backup.missing = True
     session.flush()
     return list_backups(session)
+
+
+def last_restores(session: Session, backup_ids: list[int]) -> dict[int, LastRestorePublic]:
+    """Per backup, the newest finished restore that showed whether the backup restores."""
+    if not backup_ids:
+        return {}
+    newest = (
+        select(func.max(Job.id))
+        .where(Job.backup_id.in_(backup_ids), Job.backup_verdict.is_not(None))
+        .group_by(Job.backup_id)
+    )
+    jobs = session.scalars(select(Job).where(Job.id.in_(newest)))
+    return {
+        job.backup_id: LastRestorePublic(
+            job_id=job.id, verdict=job.backup_verdict, finished_at=job.finished_at, error=job.error
+        )
+        for job in jobs
+        if job.backup_id is not None and job.backup_verdict is not None
+    }
 
 
 def list_backups(session: Session, include_missing: bool = False) -> list[Backup]:

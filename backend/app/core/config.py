@@ -4,7 +4,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -37,6 +37,37 @@ class Settings(BaseSettings):
 
     # Uploaded trace logs (POST /traces/import) larger than this are refused with 413.
     trace_upload_max_bytes: int = 512 * 2**20
+
+    # A login session ends after this long without a request, and at the latest this long after the login.
+    session_idle_timeout_s: float = 12 * 3600
+    session_max_age_s: float = 7 * 24 * 3600
+    # Set behind HTTPS, so the browser sends the session cookie over TLS only.
+    cookie_secure: bool = False
+    # When set, /metrics answers only a scrape with "Authorization: Bearer <token>" (Prometheus: authorization:
+    # credentials_file); unset, it is open like the health check (counts only: no names, paths or secrets).
+    metrics_token: SecretStr = SecretStr("")
+    # The first admin that `make run` creates when the job store has no user yet.
+    admin_user: str = "admin"
+    admin_password: SecretStr = SecretStr("")
+
+    # Celery beat sends the scheduler's tick this often: it starts due drills, looks for overdue drills, failed
+    # jobs and RTO breaches, and delivers notifications.
+    drill_tick_s: float = 15.0
+
+    # Notifications: each webhook POST or SMTP exchange gives up after notify_timeout_s; a failed delivery is
+    # tried again after notify_retry_base_s, doubling each time, notify_max_attempts times in all.
+    notify_timeout_s: float = 10.0
+    notify_max_attempts: int = 5
+    notify_retry_base_s: float = 30.0
+    # E-mail goes out only when smtp_host is set.
+    smtp_host: str = ""
+    smtp_port: int = 25
+    smtp_from: str = "restorescope@localhost"
+    smtp_user: str = ""
+    smtp_password: SecretStr = SecretStr("")
+    smtp_starttls: bool = False
+    # The address people open the app at, for links in notifications ("https://restorescope.example.com").
+    public_url: str = ""
 
     # Binaries; empty means "find on PATH or in /usr/sbin".
     mariadbd_path: str = ""

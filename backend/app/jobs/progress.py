@@ -14,8 +14,12 @@ def _phase_start(job: Job, phase: JobPhase) -> datetime | None:
 
 
 def rates(job: Job) -> tuple[float | None, float | None, float | None]:
-    """(MB/s, rows/s, seconds left) over the restoring phase so far."""
-    start = _phase_start(job, JobPhase.RESTORING)
+    """(MB/s, rows/s, seconds left) over the restoring (backing up, or a physical backup's preparing) phase so far."""
+    start = (
+        _phase_start(job, JobPhase.RESTORING)
+        or _phase_start(job, JobPhase.BACKING_UP)
+        or _phase_start(job, JobPhase.PREPARING)
+    )
     if start is None or job.progress_at is None:
         return None, None, None
     elapsed = (job.progress_at - start).total_seconds()
@@ -74,4 +78,6 @@ def to_public(job: Job, now: datetime) -> JobPublic:
         sandbox_dir=job.sandbox_dir,
         sandbox_kept=job.sandbox_kept,
         error=job.error,
+        backup_verdict=job.backup_verdict,
+        run_facts=job.run_facts or {},
     )

@@ -8,12 +8,13 @@ from fastapi import APIRouter, Query, Request, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import SessionDep, SettingsDep
+from app.api.deps import OperatorUser, SessionDep, SettingsDep
 from app.core.db import session_scope
 from app.core.queue import enqueue_job
 from app.jobs import service
 from app.jobs.progress import to_public
 from app.jobs.schemas import (
+    BackupJobCreate,
     JobDetail,
     JobLogPublic,
     JobLogsPublic,
@@ -58,7 +59,7 @@ def read_jobs(
     kind: str | None = None,
     backup_id: int | None = None,
     target_id: int | None = None,
-    started_by: str | None = None,
+    started_by: Annotated[str | None, Query(description="Only jobs this user started")] = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
@@ -82,9 +83,22 @@ def read_jobs(
 
 
 @router.post("/restore", status_code=status.HTTP_201_CREATED, operation_id="jobs-create_restore_job")
-def create_restore_job(session: SessionDep, settings: SettingsDep, data: RestoreJobCreate) -> JobDetail:
-    """Queue a restore of a backup into a sandbox server or a saved server."""
-    job = service.create_restore_job(session, data, settings)
+def create_restore_job(
+    session: SessionDep, settings: SettingsDep, user: OperatorUser, data: RestoreJobCreate
+) -> JobDetail:
+    """Queue a restore of a backup into a sandbox server or a saved server (operator)."""
+    job = service.create_restore_job(session, data, settings, user)
+    session.commit()
+    enqueue_job(job.kind, job.id)
+    return _detail(session, job)
+
+
+@router.post("/backup", status_code=status.HTTP_201_CREATED, operation_id="jobs-create_backup_job")
+def create_backup_job(
+    session: SessionDep, settings: SettingsDep, user: OperatorUser, data: BackupJobCreate
+) -> JobDetail:
+    """Queue a backup of a saved server into a new directory under a backup root (operator)."""
+    job = service.create_backup_job(session, data, settings, user)
     session.commit()
     enqueue_job(job.kind, job.id)
     return _detail(session, job)
@@ -97,15 +111,15 @@ def read_job(session: SessionDep, job_id: int) -> JobDetail:
 
 
 @router.post("/{job_id}/cancel", operation_id="jobs-cancel_job")
-def cancel_job(session: SessionDep, job_id: int) -> JobDetail:
-    """Stop a queued or running job; its processes are killed and its sandbox removed."""
-    return _detail(session, service.request_cancel(session, job_id))
+def cancel_job(session: SessionDep, user: OperatorUser, job_id: int) -> JobDetail:
+    """Stop a queued or running job; its processes are killed and its sandbox removed (operator)."""
+    return _detail(session, service.request_cancel(session, job_id, user))
 
 
 @router.post("/{job_id}/retry", status_code=status.HTTP_201_CREATED, operation_id="jobs-retry_job")
-def retry_job(session: SessionDep, job_id: int) -> JobDetail:
-    """Queue a new job with the same parameters; the new job names this one as its parent."""
-    job = service.retry_job(session, job_id)
+def retry_job(session: SessionDep, user: OperatorUser, job_id: int) -> JobDetail:
+    """Queue a new job with the same parameters; the new job names this one as its parent (operator)."""
+    job = service.retry_job(session, job_id, user)
     session.commit()
     enqueue_job(job.kind, job.id)
     return _detail(session, job)

@@ -1,18 +1,39 @@
 """Creating, listing, cancelling and retrying jobs. Services flush; the caller's unit of work commits."""
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.backups.detect import RESTORABLE_FORMATS
+from app.audit.service import record
+from app.backups.detect import LOADER_FORMATS, PHYSICAL_FORMATS, is_restorable
 from app.backups.service import register_backup
 from app.core.config import Settings
 from app.core.errors import Conflict, InvalidRequest, NotFound
+from app.jobs.destination import resolve_destination
 from app.jobs.log import add_log
-from app.jobs.schemas import RestoreJobCreate, SandboxTargetSpec, ServerSnapshotPublic, ServerStatePublic
-from app.models import Job, JobKind, JobLog, JobPhase, JobStatus, ServerSnapshot, Target, VerificationResult
+from app.jobs.schemas import (
+    BackupJobCreate,
+    RestoreJobCreate,
+    SandboxTargetSpec,
+    ServerSnapshotPublic,
+    ServerStatePublic,
+)
+from app.models import (
+    AuditAction,
+    Backup,
+    Job,
+    JobKind,
+    JobLog,
+    JobPhase,
+    JobStatus,
+    ServerSnapshot,
+    Target,
+    User,
+    VerificationResult,
+)
 from app.models.base import utcnow
 from app.sandboxes.options import PRESETS, ServerOptions
 
@@ -27,14 +48,122 @@ def resolve_sandbox_options(spec: SandboxTargetSpec) -> ServerOptions:
     return ServerOptions.model_validate({**base, **overrides})
 
 
-def create_restore_job(session: Session, data: RestoreJobCreate, settings: Settings) -> Job:
-    backup = register_backup(session, data.backup_path, settings.resolved_backup_roots)
-    if backup.format not in RESTORABLE_FORMATS:
+# The formats each runner reads (format names from app.backups.detect).
+RUNNER_FORMATS: dict[str, frozenset[str]] = {
+    "loader": LOADER_FORMATS,
+    "mysql": frozenset({"mysqldump"}),
+    "myloader": frozenset({"mydumper"}),
+    "mysqlimport": frozenset({"mysqldump-tab"}),
+    "mariabackup": frozenset({"mariabackup"}),
+    "xtrabackup": frozenset({"xtrabackup"}),
+}
+_FORMAT_NAMES = {
+    "mysqldump": "a mysqldump file (.sql, .sql.gz, .sql.zst)",
+    "mysqldump-tab": "a mysqldump --tab directory",
+    "mydumper": "a mydumper directory",
+    "mysqlsh": "a MySQL Shell dump directory",
+    "mariabackup": "a mariabackup directory (a physical copy of a server's files, not SQL)",
+    "xtrabackup": "a Percona XtraBackup directory (a physical copy of a server's files, not SQL)",
+}
+_RUNNER_NAMES = {
+    "loader": "restorescope's loader",
+    "mysql": "the mysql client",
+    "myloader": "myloader",
+    "mysqlimport": "mysqlimport",
+    "mariabackup": "mariabackup",
+    "xtrabackup": "xtrabackup (untested)",
+}
+
+
+def choose_runner(requested: str, backup: Backup) -> str:
+    """The runner that restores this backup: the one asked for if it reads the format; for auto, the physical
+    backup's own tool, else the loader."""
+    if not is_restorable(backup.format, backup.details):
+        problems = "; ".join(str(p) for p in backup.details.get("problems") or [])
         raise InvalidRequest(
-            f"{backup.path} is a {backup.format} backup; this version restores mysqldump files "
-            f"(.sql, .sql.gz, .sql.zst) only",
+            f"{backup.path} cannot be restored: {problems}"
+            if problems
+            else f"{backup.path} is a {backup.format} backup, which restorescope does not restore; it restores "
+            "mysqldump files, mysqldump --tab, mydumper and MySQL Shell dumps, and mariabackup directories",
             field="backup_path",
         )
+    auto = backup.format if backup.format in PHYSICAL_FORMATS else "loader"
+    runner = auto if requested == "auto" else requested
+    if backup.format not in RUNNER_FORMATS[runner]:
+        reads = " or ".join(_FORMAT_NAMES[f] for f in sorted(RUNNER_FORMATS[runner]))
+        able = [_RUNNER_NAMES[r] for r, formats in RUNNER_FORMATS.items() if backup.format in formats]
+        raise InvalidRequest(
+            f"{_RUNNER_NAMES[runner]} reads only {reads}, and this backup is "
+            f"{_FORMAT_NAMES.get(backup.format, backup.format)}: choose {' or '.join(able)} "
+            f"(auto picks {'the loader' if auto == 'loader' else _RUNNER_NAMES[auto]})",
+            field="runner",
+        )
+    if runner == "mysqlimport" and backup.compression is not None:
+        raise InvalidRequest(
+            f"mysqlimport reads only plain .txt files and this --tab dump is compressed ({backup.compression}): "
+            "choose restorescope's loader, which reads .gz and .zst",
+            field="runner",
+        )
+    return runner
+
+
+def _check_physical(data: RestoreJobCreate, physical: bool) -> None:
+    """A physical restore replaces a whole datadir, so it goes into a new sandbox; the prepare's settings
+    apply to it alone."""
+    if not physical:
+        for name in ("use_memory", "read_io_threads", "write_io_threads"):
+            if getattr(data, name) is not None:
+                raise InvalidRequest(
+                    f"{name} sets the prepare of a physical backup (mariabackup): leave it empty for this dump",
+                    field=name,
+                )
+        return
+    if not isinstance(data.target, SandboxTargetSpec):
+        raise InvalidRequest(
+            "a physical backup is restored by replacing a server's whole datadir with the backup's files, so it "
+            "only goes into a new sandbox: choose a sandbox target (a saved server is never overwritten)",
+            field="target",
+        )
+    if data.database:
+        raise InvalidRequest(
+            "a physical backup restores the whole server with its own databases: leave database empty",
+            field="database",
+        )
+
+
+def _check_checksum_source(session: Session, data: RestoreJobCreate, physical: bool) -> None:
+    """The source to compare checksums with exists, and there is a logical restore's verification to extend."""
+    if data.checksum_source_id is None:
+        return
+    if session.get(Target, data.checksum_source_id) is None:
+        raise InvalidRequest(f"no saved target with id {data.checksum_source_id}", field="checksum_source_id")
+    if physical:
+        raise InvalidRequest(
+            "a physical restore is checked table by table by the restored server itself: leave checksum_source_id "
+            "empty",
+            field="checksum_source_id",
+        )
+    if not data.verify:
+        raise InvalidRequest(
+            "checksums are compared during verification: turn verify on, or leave checksum_source_id empty",
+            field="checksum_source_id",
+        )
+
+
+def _starter(actor: User | None, started_by: str | None) -> str | None:
+    """Who a job is shown as started by: the logged-in user, or what a job the app starts itself says (a drill)."""
+    return actor.username if actor is not None else started_by
+
+
+def create_restore_job(
+    session: Session, data: RestoreJobCreate, settings: Settings, actor: User | None, started_by: str | None = None
+) -> Job:
+    """`actor` is the logged-in user who asked; None for a job the app starts itself, named by `started_by`."""
+    backup = register_backup(session, data.backup_path, settings.resolved_backup_roots)
+    runner = choose_runner(data.runner, backup)
+    physical = backup.format in PHYSICAL_FORMATS
+    _check_physical(data, physical)
+    _check_checksum_source(session, data, physical)
     target: dict[str, Any]
     target_id: int | None = None
     if isinstance(data.target, SandboxTargetSpec):
@@ -46,16 +175,18 @@ def create_restore_job(session: Session, data: RestoreJobCreate, settings: Setti
             "keep": data.target.keep,
         }
     else:
-        if session.get(Target, data.target.target_id) is None:
+        saved = session.get(Target, data.target.target_id)
+        if saved is None:
             raise InvalidRequest(f"no saved target with id {data.target.target_id}", field="target.target_id")
-        target_id = data.target.target_id
+        target_id = saved.id
         has_own_database = bool(backup.details.get("has_use_statements"))
         if not has_own_database and not data.database:
             raise InvalidRequest(
                 "this dump does not create or choose its database: name the database to restore into",
                 field="database",
             )
-        target = {"kind": "saved", "target_id": target_id}
+        # The name as it is now, so the job's record still says where it went once the server is renamed or deleted.
+        target = {"kind": "saved", "target_id": target_id, "name": saved.name}
     job = Job(
         kind=JobKind.RESTORE,
         status=JobStatus.QUEUED,
@@ -66,17 +197,155 @@ def create_restore_job(session: Session, data: RestoreJobCreate, settings: Setti
             "target": target,
             "database": data.database,
             "verify": data.verify,
+            "checksum_source_id": data.checksum_source_id,
             "capture": data.capture,
+            "runner": runner,
+            # None: the worker uses its host's CPU count (worker.restore.default_threads).
+            "threads": data.threads,
+            "chunk_size": data.chunk_size,
+            **(
+                {
+                    "use_memory": data.use_memory,
+                    "read_io_threads": data.read_io_threads,
+                    "write_io_threads": data.write_io_threads,
+                }
+                if physical
+                else {}
+            ),
         },
         backup_id=backup.id,
         target_id=target_id,
-        started_by=data.started_by,
+        started_by=_starter(actor, started_by),
         bytes_total=backup.size_bytes,
         phase_times={},
     )
     session.add(job)
     session.flush()
-    add_log(session, job.id, f"queued: restore {backup.path} ({backup.format}, {backup.size_bytes} bytes)")
+    add_log(
+        session,
+        job.id,
+        f"queued: restore {backup.path} ({backup.format}, {backup.size_bytes} bytes) with {_RUNNER_NAMES[runner]}",
+    )
+    into = (
+        f"saved target '{target['name']}' ({target_id})" if target_id is not None else f"a sandbox ({target['preset']})"
+    )
+    record(
+        session,
+        AuditAction.JOB_RESTORE,
+        actor,
+        username=started_by,
+        object_type="job",
+        object_id=job.id,
+        detail=f"restore {backup.path} into {into} with {runner}",
+    )
+    return job
+
+
+# What each compressor writes, and the levels it takes.
+COMPRESSION_SUFFIX = {"none": "", "zstd": ".zst", "pigz": ".gz", "gzip": ".gz"}
+_LEVELS = {"zstd": (1, 19), "pigz": (1, 9), "gzip": (1, 9)}
+
+
+def backup_compression(data: BackupJobCreate) -> str:
+    """The compression a backup gets: the one asked for when the tool can write it restorably."""
+    compression = data.compression or ("none" if data.tool == "mariabackup" else "zstd")
+    if compression == "pbzip2":
+        raise InvalidRequest(
+            "restorescope's restores read gzip and zstd, not bzip2: choose zstd or pigz (both use every thread)",
+            field="compression",
+        )
+    if data.tool == "mariabackup" and compression != "none":
+        raise InvalidRequest(
+            "mariabackup backups are written as uncompressed directories, which prepare and restore read as they "
+            "are: choose none (compress a copy afterwards if you need to)",
+            field="compression",
+        )
+    if data.level is not None:
+        if compression == "none":
+            raise InvalidRequest("a level applies to compression only: leave it empty or choose a compressor", "level")
+        if data.tool == "mydumper" and compression != "zstd":
+            raise InvalidRequest(
+                "mydumper compresses with its own gzip (-c) at a level of its own: leave the level empty, or "
+                "choose zstd",
+                field="level",
+            )
+        low, high = _LEVELS[compression]
+        if not low <= data.level <= high:
+            raise InvalidRequest(f"{compression} levels go from {low} to {high}", field="level")
+    return compression
+
+
+def _check_databases(data: BackupJobCreate) -> None:
+    if data.tool == "mysqldump-tab" and len(data.databases) != 1:
+        raise InvalidRequest(
+            "mysqldump --tab writes the tables of one database into a directory: name exactly one database",
+            field="databases",
+        )
+    if data.tool == "mariabackup" and data.databases:
+        raise InvalidRequest(
+            "mariabackup copies the whole server (a partial copy cannot be restored as a server): leave databases "
+            "empty",
+            field="databases",
+        )
+    if len(set(data.databases)) != len(data.databases):
+        raise InvalidRequest("a database is named twice", field="databases")
+
+
+def backup_artifact(tool: str, destination: Path, databases: list[str], compression: str) -> Path:
+    """What the backup is once written: mysqldump's one file inside the destination, else the directory."""
+    if tool != "mysqldump":
+        return destination
+    name = databases[0] if len(databases) == 1 else "dump"
+    return destination / f"{name}.sql{COMPRESSION_SUFFIX[compression]}"
+
+
+def create_backup_job(
+    session: Session, data: BackupJobCreate, settings: Settings, actor: User | None, started_by: str | None = None
+) -> Job:
+    target = session.get(Target, data.source.target_id)
+    if target is None:
+        raise InvalidRequest(f"no saved target with id {data.source.target_id}", field="source.target_id")
+    _check_databases(data)
+    compression = backup_compression(data)
+    destination = resolve_destination(data.destination, settings.resolved_backup_roots)
+    artifact = backup_artifact(data.tool, destination, data.databases, compression)
+    job = Job(
+        kind=JobKind.BACKUP,
+        status=JobStatus.QUEUED,
+        phase=JobPhase.QUEUED,
+        parameters={
+            "source": {"kind": "saved", "target_id": target.id, "name": target.name},
+            "tool": data.tool,
+            "databases": list(data.databases),
+            # None: the worker uses the CPUs it may run on (worker.restore.default_threads).
+            "threads": data.threads,
+            "compression": compression,
+            "level": data.level,
+            "destination": str(destination),
+            "backup_path": str(artifact),
+        },
+        target_id=target.id,
+        started_by=_starter(actor, started_by),
+        phase_times={},
+    )
+    session.add(job)
+    session.flush()
+    what = ", ".join(data.databases) if data.databases else "every database"
+    add_log(
+        session,
+        job.id,
+        f"queued: back up {what} of '{target.name}' with {data.tool} into {destination}"
+        + ("" if compression == "none" else f", {compression} compressed"),
+    )
+    record(
+        session,
+        AuditAction.JOB_BACKUP,
+        actor,
+        username=started_by,
+        object_type="job",
+        object_id=job.id,
+        detail=f"back up {what} of saved target '{target.name}' ({target.id}) with {data.tool} into {destination}",
+    )
     return job
 
 
@@ -120,7 +389,7 @@ def list_jobs(
     return list(page), count
 
 
-def request_cancel(session: Session, job_id: int) -> Job:
+def request_cancel(session: Session, job_id: int, actor: User | None) -> Job:
     job = get_job(session, job_id)
     if JobStatus(job.status).is_final:
         raise Conflict(f"job {job_id} already ended ({job.status}); nothing to cancel")
@@ -132,16 +401,42 @@ def request_cancel(session: Session, job_id: int) -> Job:
         add_log(session, job.id, "cancelled before it started")
     else:
         add_log(session, job.id, "cancel requested: stopping the job's processes")
+    record(
+        session,
+        AuditAction.JOB_CANCEL,
+        actor,
+        object_type="job",
+        object_id=job.id,
+        detail=f"{job.kind} job, {'queued' if job.status == JobStatus.CANCELLED else 'running'}",
+    )
     session.flush()
     return job
 
 
-def retry_job(session: Session, job_id: int, started_by: str | None = None) -> Job:
+def _require_saved_servers(session: Session, job: Job) -> None:
+    """A retry needs the saved servers its job used: a deleted one is refused here rather than failing the job."""
+    parameters = job.parameters
+    named = [
+        (spec.get("target_id"), spec.get("name"))
+        for spec in (parameters.get("target"), parameters.get("source"))
+        if isinstance(spec, dict) and spec.get("kind") == "saved"
+    ]
+    named.append((parameters.get("checksum_source_id"), None))
+    for target_id, name in named:
+        if isinstance(target_id, int) and session.get(Target, target_id) is None:
+            which = f"'{name}' (id {target_id})" if name else f"{target_id}"
+            raise Conflict(
+                f"job {job.id} used the saved server {which}, which has been deleted: launch a new job instead"
+            )
+
+
+def retry_job(session: Session, job_id: int, actor: User | None, started_by: str | None = None) -> Job:
     original = get_job(session, job_id)
     if original.kind == JobKind.IMPORT:
         raise Conflict(f"job {job_id} is an imported trace and has nothing to run again: upload the log again")
     if not JobStatus(original.status).is_final:
         raise Conflict(f"job {job_id} is still {original.status}; cancel it or wait for it to end before retrying")
+    _require_saved_servers(session, original)
     job = Job(
         kind=original.kind,
         status=JobStatus.QUEUED,
@@ -150,13 +445,22 @@ def retry_job(session: Session, job_id: int, started_by: str | None = None) -> J
         backup_id=original.backup_id,
         target_id=original.target_id,
         parent_id=original.id,
-        started_by=started_by or original.started_by,
+        started_by=_starter(actor, started_by),
         bytes_total=original.bytes_total,
         phase_times={},
     )
     session.add(job)
     session.flush()
     add_log(session, job.id, f"queued: retry of job {original.id}")
+    record(
+        session,
+        AuditAction.JOB_RETRY,
+        actor,
+        username=started_by,
+        object_type="job",
+        object_id=job.id,
+        detail=f"retry of {original.kind} job {original.id}",
+    )
     return job
 
 

@@ -27,17 +27,28 @@ ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
 class JobPhase(enum.StrEnum):
     QUEUED = "queued"
     WAITING_FOR_TARGET = "waiting_for_target"
+    PREPARING = "preparing"  # a physical backup: its redo log applied on a copy
     STARTING_SERVER = "starting_server"
     CONNECTING = "connecting"
     RESTORING = "restoring"
+    BACKING_UP = "backing_up"
     VERIFYING = "verifying"
     CLEANING_UP = "cleaning_up"
     DONE = "done"
 
 
+class BackupVerdict(enum.StrEnum):
+    """What a finished restore showed of its backup. A failure that is not the backup's (the target could not be
+    reached, the sandbox did not start, a cancel) gives no verdict."""
+
+    RESTORES = "restores"  # restored, and verified
+    DOES_NOT_RESTORE = "does_not_restore"  # unreadable, rejected by a fresh server, or verification failed
+
+
 class JobKind(enum.StrEnum):
     RESTORE = "restore"
     IMPORT = "import"  # an uploaded trace log; nothing runs, the job only holds the trace
+    BACKUP = "backup"  # a backup taken from a saved server into a backup root
 
 
 class Job(Base):
@@ -75,5 +86,9 @@ class Job(Base):
     sandbox_port: Mapped[int | None]
     sandbox_kept: Mapped[bool] = mapped_column(default=False)
     error: Mapped[str | None] = mapped_column(Text)
+    backup_verdict: Mapped[str | None] = mapped_column(String(24))
+    # What the worker learnt while running the job, for the advisor and the run page: the host (cores, memory,
+    # disk), the threads and chunk size it used, the loader's phases, the prepare's recovery batches.
+    run_facts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     parent: Mapped["Job | None"] = relationship(remote_side=[id])

@@ -17,9 +17,10 @@ from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 from sqlalchemy.orm import Session
 
+from app.audit.service import record
 from app.core.config import Settings
 from app.core.errors import DomainError
-from app.models import Job, JobKind, JobPhase, JobStatus
+from app.models import AuditAction, Job, JobKind, JobPhase, JobStatus, User
 from app.models.base import utcnow
 from app.models.trace import TraceSource
 from app.traces import juicefs_log
@@ -172,7 +173,7 @@ def _role(trace_format: str, tid: int) -> Lane:
     return Lane(tid, f"thread {tid}")
 
 
-def import_trace(session: Session, settings: Settings, upload: Upload) -> dict[str, Any]:
+def import_trace(session: Session, settings: Settings, upload: Upload, actor: User) -> dict[str, Any]:
     """Parse the spooled upload into a new "import" job's trace; returns what the API reports."""
     check_text(upload.path, upload.size)
     try:
@@ -185,7 +186,7 @@ def import_trace(session: Session, settings: Settings, upload: Upload) -> dict[s
         status=JobStatus.SUCCEEDED,
         phase=JobPhase.DONE,
         parameters={"file_name": upload.file_name, "format": parser.format, "name": upload.name},
-        started_by=None,
+        started_by=actor.username,
         phase_times={},
         created_at=now,
         started_at=now,
@@ -220,6 +221,14 @@ def import_trace(session: Session, settings: Settings, upload: Upload) -> dict[s
         raise
     job.finished_at = utcnow()
     store_summary(session, job.id, summary)
+    record(
+        session,
+        AuditAction.TRACE_IMPORT,
+        actor,
+        object_type="job",
+        object_id=job.id,
+        detail=f"{upload.file_name} ({parser.format}, {upload.size} bytes, {summary.operations} operations)",
+    )
     return {
         "job_id": job.id,
         "format": parser.format,

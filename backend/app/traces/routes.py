@@ -6,7 +6,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import SessionDep, SettingsDep
+from app.api.deps import OperatorUser, SessionDep, SettingsDep
 from app.traces import importer, perfetto, service
 from app.traces.schemas import OperationsPublic, StatsPublic, TraceImportPublic, TracePublic, WindowPublic
 from app.traces.store import KINDS
@@ -187,11 +187,14 @@ _IMPORT_BODY = {
     operation_id="traces-import_trace",
     openapi_extra=_IMPORT_BODY,
 )
-async def import_trace(request: Request, session: SessionDep, settings: SettingsDep) -> TraceImportPublic:
-    """Upload a trace log (multipart field "file"): it becomes an "import" job with a trace like a captured one."""
+async def import_trace(
+    request: Request, session: SessionDep, settings: SettingsDep, user: OperatorUser
+) -> TraceImportPublic:
+    """Upload a trace log (multipart field "file"): it becomes an "import" job with a trace like a captured one
+    (operator)."""
     upload = await importer.receive_upload(request, settings)
     try:
-        result = await run_in_threadpool(importer.import_trace, session, settings, upload)
+        result = await run_in_threadpool(importer.import_trace, session, settings, upload, user)
     finally:
         upload.path.unlink(missing_ok=True)
     return TraceImportPublic.model_validate(result)
