@@ -38,8 +38,10 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     // stdin stays open as a pipe: when this process dies, stack.py sees it close and stops everything.
     stdio: ["pipe", "pipe", "inherit"],
   });
-  const { url, users } = await readReadyLine(child);
+  const { url, root, users } = await readReadyLine(child);
   process.env.RESTORESCOPE_E2E_URL = url;
+  // The stack's backup root, for specs that put a backup there as a DBA's backup job would.
+  process.env.RESTORESCOPE_E2E_BACKUPS = path.join(root, "backups");
   process.env.RESTORESCOPE_E2E_USERS = JSON.stringify(users);
   return async () => {
     child.kill("SIGTERM");
