@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 DEBIAN_PACKAGES=(
   mariadb-server mariadb-client mariadb-backup mydumper sysbench
-  redis-server postgresql strace zstd pigz util-linux python3-venv
+  redis-server postgresql strace zstd pigz pbzip2 util-linux python3-venv
   bpftrace fuse3 libfuse3-dev pkg-config gcc make
   nodejs chromium
 )

@@ -38,6 +38,7 @@ def test_mydumper_takes_several_databases_through_its_regex() -> None:
         ("zstd", 4, None, ["zstd", "-q", "-c", "-T4", "-3"], ["zstd", "-q", "--rm", "-T4", "-3", "--", "/d/a"]),
         ("pigz", 2, 9, ["pigz", "-c", "-p", "2", "-9"], ["pigz", "-p", "2", "-9", "--", "/d/a"]),
         ("gzip", 8, 1, ["gzip", "-c", "-1"], ["gzip", "-1", "--", "/d/a"]),
+        ("pbzip2", 2, None, ["pbzip2", "-c", "-p2", "-9"], ["pbzip2", "-p2", "-9", "/d/a"]),
     ],
 )
 def test_compressor_commands(

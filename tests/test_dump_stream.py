@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import os
 import subprocess
@@ -214,17 +215,34 @@ def write_gzip(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_plain_gzip_and_zstd_decode_to_the_same_sql(tmp_path: Path) -> None:
+def write_bzip2(path: Path, data: bytes) -> Path:
+    # As pbzip2 writes it: one bzip2 stream per block, concatenated.
+    path.write_bytes(b"".join(bz2.compress(data[i : i + 200_000]) for i in range(0, len(data), 200_000)))
+    return path
+
+
+def test_plain_gzip_zstd_and_bzip2_decode_to_the_same_sql(tmp_path: Path) -> None:
     plain = tmp_path / "dump.sql"
     plain.write_bytes(SQL)
     assert read_all(plain) == SQL
     assert read_all(write_gzip(tmp_path / "dump.sql.gz", SQL)) == SQL
     assert read_all(write_zstd(tmp_path / "dump.sql.zst", SQL)) == SQL
+    assert len(SQL) > 400_000  # so the bzip2 file has several streams
+    assert read_all(write_bzip2(tmp_path / "dump.sql.bz2", SQL)) == SQL
+    assert read_all(write_bzip2(tmp_path / "dump.sql.bz2", SQL), size=1 << 12) == SQL
+
+
+def test_a_file_that_merely_starts_with_bzh_is_plain_sql(tmp_path: Path) -> None:
+    path = tmp_path / "dump.sql"
+    path.write_bytes(b"BZh9 is not a bzip2 header\n")
+    with open_dump(path) as reader:
+        assert reader.compression == "plain"
 
 
 def test_compression_is_detected_from_content_not_name(tmp_path: Path) -> None:
     assert read_all(write_zstd(tmp_path / "really-zstd.sql", SQL)) == SQL
     assert read_all(write_gzip(tmp_path / "really-gzip.zst", SQL)) == SQL
+    assert read_all(write_bzip2(tmp_path / "really-bzip2.gz", SQL)) == SQL
 
 
 def test_concatenated_members_and_frames_are_all_read(tmp_path: Path) -> None:
@@ -237,7 +255,9 @@ def test_concatenated_members_and_frames_are_all_read(tmp_path: Path) -> None:
     assert read_all(zst) == SQL
 
 
-@pytest.mark.parametrize("compress", [gzip.compress, zstandard.ZstdCompressor().compress], ids=["gzip", "zstd"])
+@pytest.mark.parametrize(
+    "compress", [gzip.compress, zstandard.ZstdCompressor().compress, bz2.compress], ids=["gzip", "zstd", "bzip2"]
+)
 def test_small_members_in_the_last_block_are_not_lost(tmp_path: Path, compress: Callable[[bytes], bytes]) -> None:
     path = tmp_path / "tiny"
     path.write_bytes(compress(b"SELECT 1;\n") + compress(b"SELECT 2;\n") + compress(b"SELECT 3;\n"))
@@ -250,7 +270,10 @@ def test_gzip_zero_padding_is_ignored(tmp_path: Path) -> None:
     assert read_all(path) == SQL
 
 
-@pytest.mark.parametrize(("suffix", "write", "kind"), [("gz", write_gzip, "gzip"), ("zst", write_zstd, "zstd")])
+@pytest.mark.parametrize(
+    ("suffix", "write", "kind"),
+    [("gz", write_gzip, "gzip"), ("zst", write_zstd, "zstd"), ("bz2", write_bzip2, "bzip2")],
+)
 @pytest.mark.parametrize("keep", [0.01, 0.5, 0.99, -1])
 def test_truncated_file_says_it_is_truncated(
     tmp_path: Path, suffix: str, write: Callable[[Path, bytes], Path], kind: str, keep: float
@@ -267,7 +290,7 @@ def test_truncated_file_says_it_is_truncated(
     )
 
 
-@pytest.mark.parametrize(("suffix", "write"), [("gz", write_gzip), ("zst", write_zstd)])
+@pytest.mark.parametrize(("suffix", "write"), [("gz", write_gzip), ("zst", write_zstd), ("bz2", write_bzip2)])
 def test_flipped_bits_are_reported_as_damage(tmp_path: Path, suffix: str, write: Callable[[Path, bytes], Path]) -> None:
     path = write(tmp_path / f"dump.sql.{suffix}", SQL)
     damaged = bytearray(path.read_bytes())
@@ -327,11 +350,13 @@ def test_permission_denied(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(("magic", "name"), [(b"BZh91AY&SY", "bzip2"), (b"\xfd7zXZ\x00\x00", "xz")])
+@pytest.mark.parametrize(("magic", "name"), [(b"\xfd7zXZ\x00\x00", "xz"), (b"PK\x03\x04", "zip")])
 def test_unsupported_compression_is_named(tmp_path: Path, magic: bytes, name: str) -> None:
     path = tmp_path / "dump.sql.gz"
     path.write_bytes(magic + b"\x00" * 100)
-    with pytest.raises(UnreadableDumpError, match=f"is {name}-compressed, which restorescope does not read"):
+    with pytest.raises(
+        UnreadableDumpError, match=f"is {name}-compressed, which restorescope does not read; .* gzip, zstd or bzip2"
+    ):
         open_dump(path)
 
 

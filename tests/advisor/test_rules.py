@@ -55,12 +55,14 @@ def saturated(demand: float, alternatives: tuple[Alternative, ...] = ()) -> Evid
     return quiet(lanes=lanes, alternatives=alternatives)
 
 
-def compressed(share: float) -> Evidence:
+def compressed(share: float, compression: str = "gzip") -> Evidence:
     e = quiet()
     ours = sum(x.running_s for x in e.lanes)
     decode_s = share * ours / (1 - share)
     return with_job(
-        e, backup_compression="gzip", backup_bytes=int(decode_s / rules.DECODE_S_PER_COMPRESSED_MB["gzip"] * 1e6)
+        e,
+        backup_compression=compression,
+        backup_bytes=int(decode_s / rules.DECODE_S_PER_COMPRESSED_MB[compression] * 1e6),
     )
 
 
@@ -151,6 +153,13 @@ CASES = [
     Case("straggler", rules.straggler, lambda n: lone_tail(round(n * 100)), rules.STRAGGLER_MIN_SHARE, 0.01),
     Case("delimited_format", rules.delimited_format, saturated, rules.SATURATED_DEMAND * 2, 0.02),
     Case("decompression", rules.decompression, compressed, rules.DECOMPRESS_SHARE_MIN, 0.005),
+    Case(
+        "decompression: bzip2",
+        rules.decompression,
+        lambda share: compressed(share, "bzip2"),
+        rules.DECOMPRESS_SHARE_MIN,
+        0.005,
+    ),
     Case("redo_fsync_per_commit", rules.redo_fsync_per_commit, commit_fsync, rules.COMMIT_FSYNC_SHARE_MIN, 0.002),
     Case("binary_log", rules.binary_log, binlogged, rules.BINLOG_SHARE_MIN, 0.01),
     Case("doublewrite: pages", rules.doublewrite, doublewritten, rules.DBLWR_MIN_PAGES, 1),

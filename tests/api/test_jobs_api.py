@@ -1,5 +1,6 @@
 """The jobs API as a client sees it: what is accepted, what is refused and with which message."""
 
+import bz2
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -242,18 +243,30 @@ def _tab_dump(folder: Path, name: str, suffix: str = "") -> Path:
     return tab
 
 
+def _bzip2_mydumper(folder: Path) -> Path:
+    """A mydumper 0.10 directory whose files went through pbzip2 (a restorescope backup can make one)."""
+    dump = folder / "mydumper-bz2"
+    dump.mkdir()
+    (dump / "metadata").write_text("Started dump at: 2026-11-24 10:00:00\nFinished dump at: 2026-11-24 10:00:01\n")
+    (dump / "shop-schema-create.sql.bz2").write_bytes(bz2.compress(b"CREATE DATABASE `shop`;\n"))
+    (dump / "shop.t-schema.sql.bz2").write_bytes(bz2.compress(b"CREATE TABLE `t` (id int);\n"))
+    (dump / "shop.t.00000.sql.bz2").write_bytes(bz2.compress(b"INSERT INTO `t` VALUES (1),(2);\n"))
+    return dump
+
+
 def test_a_runner_that_cannot_read_the_format_is_refused_next_to_the_runner(
     client: TestClient, dumps: dict[str, Path]
 ) -> None:
     tab = _tab_dump(dumps["plain"].parent, "tab-plain")
     gzipped = _tab_dump(dumps["plain"].parent, "tab-gzip", ".gz")
+    bzipped = _bzip2_mydumper(dumps["plain"].parent)
     try:
         cases = [
             (
                 "api/tab-plain",
                 "mysql",
-                "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst), and this backup is a "
-                "mysqldump --tab directory: choose restorescope's loader or mysqlimport (auto picks the loader)",
+                "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst, .sql.bz2), and this backup "
+                "is a mysqldump --tab directory: choose restorescope's loader or mysqlimport (auto picks the loader)",
             ),
             (
                 "api/shop.sql",
@@ -262,6 +275,7 @@ def test_a_runner_that_cannot_read_the_format_is_refused_next_to_the_runner(
             ),
             ("api/shop.sql", "mysqlimport", "mysqlimport reads only a mysqldump --tab directory"),
             ("api/tab-gzip", "mysqlimport", "this --tab dump is compressed (gzip): choose restorescope's loader"),
+            ("api/mydumper-bz2", "myloader", "compressed with bzip2: choose restorescope's loader, which reads .bz2"),
         ]
         for path, runner, message in cases:
             response = client.post("/api/v1/jobs/restore", json={"backup_path": path, "runner": runner})
@@ -270,8 +284,10 @@ def test_a_runner_that_cannot_read_the_format_is_refused_next_to_the_runner(
             assert message in error_message(response.json()), (path, runner)
         ok = client.post("/api/v1/jobs/restore", json={"backup_path": "api/tab-plain", "runner": "mysqlimport"})
         assert ok.status_code == 201, ok.text
+        loader = client.post("/api/v1/jobs/restore", json={"backup_path": "api/mydumper-bz2", "runner": "loader"})
+        assert loader.status_code == 201, loader.text
     finally:
-        for folder in (tab, gzipped):
+        for folder in (tab, gzipped, bzipped):
             for child in folder.iterdir():
                 child.unlink()
             folder.rmdir()
@@ -350,15 +366,17 @@ def test_physical_restores_are_refused_with_a_message_per_field(client: TestClie
         (
             {"backup_path": physical, "runner": "mysql"},
             "runner",
-            "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst), and this backup is a mariabackup "
-            "directory (a physical copy of a server's files, not SQL): choose mariabackup (auto picks mariabackup)",
+            "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst, .sql.bz2), and this backup is a "
+            "mariabackup directory (a physical copy of a server's files, not SQL): choose mariabackup (auto picks "
+            "mariabackup)",
         ),
         ({"backup_path": physical, "runner": "loader"}, "runner", "restorescope's loader reads only"),
         (
             {"backup_path": "api/shop.sql", "runner": "mariabackup"},
             "runner",
             "mariabackup reads only a mariabackup directory (a physical copy of a server's files, not SQL), and this "
-            "backup is a mysqldump file (.sql, .sql.gz, .sql.zst): choose restorescope's loader or the mysql client",
+            "backup is a mysqldump file (.sql, .sql.gz, .sql.zst, .sql.bz2): choose restorescope's loader or the mysql "
+            "client",
         ),
         (
             {"backup_path": physical, "target": {"kind": "saved", "target_id": target["id"]}},

@@ -96,6 +96,8 @@ def _restored_rows(stack: Stack, backup_path: str) -> dict[str, tuple[int | None
         ("mysqldump-tab", "pigz", "", ("mysqldump-tab", "gzip")),
         ("mydumper", "zstd", "", ("mydumper", "zstd")),
         ("mydumper", "pigz", "", ("mydumper", "gzip")),
+        ("mysqldump", "pbzip2", "shop.sql.bz2", ("mysqldump", "bzip2")),
+        ("mydumper", "pbzip2", "", ("mydumper", "bzip2")),
     ],
 )
 def test_a_logical_backup_is_registered_and_restores(

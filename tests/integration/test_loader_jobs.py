@@ -128,8 +128,8 @@ def test_the_mysql_client_cannot_restore_a_directory(live_worker: Stack, layout_
     [error] = response.json()["detail"]
     assert error["loc"] == ["body", "runner"]
     assert error["msg"] == (
-        "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst), and this backup is a mydumper "
-        "directory: choose restorescope's loader or myloader (auto picks the loader)"
+        "the mysql client reads only a mysqldump file (.sql, .sql.gz, .sql.zst, .sql.bz2), and this backup is a "
+        "mydumper directory: choose restorescope's loader or myloader (auto picks the loader)"
     )
 
 

@@ -4,8 +4,10 @@ unfinished (schema `_restorescope`, state 'failed' with the reason) instead of l
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -187,12 +189,17 @@ def test_sql_dump_cut_inside_a_string_fails(dumps: Dumps, target: Server, tmp_pa
     assert failed_state(target).startswith("cut.sql: the SQL ends inside")
 
 
-def test_truncated_gzip_dump_fails(dumps: Dumps, target: Server, tmp_path: Path) -> None:
-    compressed = gzip.compress(dumps.sql.read_bytes())
-    dump = tmp_path / "shop.sql.gz"
+@pytest.mark.parametrize(
+    ("compress", "suffix", "kind"), [(gzip.compress, "gz", "gzip"), (bz2.compress, "bz2", "bzip2")]
+)
+def test_truncated_compressed_dump_fails(
+    dumps: Dumps, target: Server, tmp_path: Path, compress: Callable[[bytes], bytes], suffix: str, kind: str
+) -> None:
+    compressed = compress(dumps.sql.read_bytes())
+    dump = tmp_path / f"shop.sql.{suffix}"
     dump.write_bytes(compressed[: len(compressed) // 2])
 
-    with pytest.raises(TruncatedDumpError, match="ends before the end of its gzip stream"):
+    with pytest.raises(TruncatedDumpError, match=f"ends before the end of its {kind} stream"):
         restore(target, dump)
 
 

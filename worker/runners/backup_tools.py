@@ -10,8 +10,8 @@ from pathlib import Path
 SYSTEM_SCHEMAS = ("information_schema", "mysql", "performance_schema", "sys")
 
 # Per-file compression: the suffix each compressor adds (pigz and gzip both write .gz).
-SUFFIX = {"zstd": ".zst", "pigz": ".gz", "gzip": ".gz"}
-DEFAULT_LEVEL = {"zstd": 3, "pigz": 6, "gzip": 6}
+SUFFIX = {"zstd": ".zst", "pigz": ".gz", "gzip": ".gz", "pbzip2": ".bz2"}
+DEFAULT_LEVEL = {"zstd": 3, "pigz": 6, "gzip": 6, "pbzip2": 9}
 
 
 def mysqldump_command(mysqldump: str, defaults: Path, databases: list[str]) -> list[str]:
@@ -88,6 +88,8 @@ def stream_compressor(compression: str, threads: int, level: int | None) -> list
         return ["pigz", "-c", "-p", str(threads), f"-{chosen}"]
     if compression == "gzip":
         return ["gzip", "-c", f"-{chosen}"]
+    if compression == "pbzip2":
+        return ["pbzip2", "-c", f"-p{threads}", f"-{chosen}"]
     raise ValueError(f"no stream compressor for {compression!r}")
 
 
@@ -101,6 +103,8 @@ def file_compressor(compression: str, threads: int, level: int | None, files: li
         return ["pigz", "-p", str(threads), f"-{chosen}", "--", *names]
     if compression == "gzip":
         return ["gzip", f"-{chosen}", "--", *names]
+    if compression == "pbzip2":
+        return ["pbzip2", f"-p{threads}", f"-{chosen}", *names]  # pbzip2 has no "--"; the names are absolute
     raise ValueError(f"no file compressor for {compression!r}")
 
 

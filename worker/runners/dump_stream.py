@@ -1,4 +1,4 @@
-"""Read a mysqldump file (plain, gzip or zstd) and count the rows it will insert, without a server.
+"""Read a mysqldump file (plain, gzip, zstd or bzip2) and count the rows it will insert, without a server.
 
 The restore streams the dump through the `mysql` client and this module at the same time: `DumpReader`
 yields decompressed chunks and `RowCounter` learns from them which tables exist and how many rows each
@@ -14,6 +14,7 @@ Exceptions:
 
 from __future__ import annotations
 
+import bz2
 import re
 import zlib
 from collections.abc import Iterator
@@ -25,10 +26,11 @@ import zstandard
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BZIP2_MAGIC = b"BZh"  # then the block size digit 1-9, then a block (pi) or the end of the stream (sqrt(pi))
+_BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 
 # Formats people do send us; naming them beats letting `mysql` choke on binary garbage.
 _UNSUPPORTED_MAGIC = {
-    b"BZh": "bzip2",
     b"\xfd7zXZ\x00": "xz",
     b"PK\x03\x04": "zip",
     b"7z\xbc\xaf\x27\x1c": "7z",
@@ -139,6 +141,63 @@ class _ZstdDecoder:
         return self._inside_frame
 
 
+class _Bzip2Decoder:
+    """Decodes one or more concatenated bzip2 streams (pbzip2 writes one per block of its threads)."""
+
+    name = "bzip2"
+
+    def __init__(self, path: Path, max_output: int) -> None:
+        self._path = path
+        self._max_output = max_output
+        self._stream = bz2.BZ2Decompressor()
+        self._pending = b""  # the next stream's first bytes, fewer than its magic: wait for the next block
+        self._inside_stream = False
+
+    def decode(self, block: bytes) -> Iterator[bytes]:
+        data = self._pending + block
+        self._pending = b""
+        while True:
+            if self._stream.eof:
+                rest = self._stream.unused_data + data
+                if not rest.strip(b"\x00"):
+                    return
+                if len(rest) < len(BZIP2_MAGIC) + 1:
+                    self._pending = rest
+                    return
+                if not is_bzip2(rest):
+                    raise CorruptDumpError(_corrupt_message(self._path, "bzip2", "unexpected bytes after the end"))
+                self._stream = bz2.BZ2Decompressor()
+                data = rest
+            if not data and self._stream.needs_input:
+                return
+            if data:
+                self._inside_stream = True
+            try:
+                # max_length keeps memory bounded; what it holds back comes out on the next call with b"".
+                output = self._stream.decompress(data, self._max_output)
+            except (OSError, EOFError) as error:
+                raise CorruptDumpError(_corrupt_message(self._path, "bzip2", str(error))) from error
+            data = b""
+            if output:
+                yield output
+            if self._stream.eof:
+                self._inside_stream = False
+                continue
+            if self._stream.needs_input:
+                return
+
+    def ended_mid_stream(self) -> bool:
+        return self._inside_stream or bool(self._pending)
+
+
+def is_bzip2(head: bytes) -> bool:
+    """A bzip2 stream's header: "BZh", the block size digit, then a block or the end-of-stream marker (the
+    digit and a marker keep a text file that starts with "BZh" from passing)."""
+    if not head.startswith(BZIP2_MAGIC) or len(head) < 4 or head[3:4] not in b"123456789":
+        return False
+    return len(head) < 10 or head[4:10] in _BZIP2_NEXT
+
+
 def _corrupt_message(path: Path, kind: str, detail: str) -> str:
     return (
         f"{path} is not valid {kind} data ({detail}): the file is damaged; "
@@ -151,7 +210,7 @@ class DumpReader:
 
     def __init__(self, path: Path, file: BinaryIO, compression: str, total_bytes: int) -> None:
         self.path = path
-        self.compression = compression  # "gzip", "zstd" or "plain"
+        self.compression = compression  # "gzip", "zstd", "bzip2" or "plain"
         self.total_bytes = total_bytes  # size on disk, for a progress percentage
         self.compressed_bytes_read = 0  # position in the file on disk
         self._file = file
@@ -186,6 +245,8 @@ class DumpReader:
     def _decoder(self, size: int) -> _Decoder:
         if self.compression == "gzip":
             return _GzipDecoder(self.path, size)
+        if self.compression == "bzip2":
+            return _Bzip2Decoder(self.path, size)
         return _ZstdDecoder(self.path)
 
     def _read_blocks(self, size: int) -> Iterator[bytes]:
@@ -206,14 +267,14 @@ def _unreadable_message(path: Path, error: OSError) -> str:
 
 
 def open_dump(path: Path) -> DumpReader:
-    """Open a dump, detecting gzip or zstd compression from its first bytes (the name may lie)."""
+    """Open a dump, detecting gzip, zstd or bzip2 compression from its first bytes (the name may lie)."""
     try:
         file = path.open("rb")
     except OSError as error:
         raise UnreadableDumpError(_unreadable_message(path, error)) from error
     try:
         total_bytes = path.stat().st_size
-        head = file.read(8)
+        head = file.read(10)
         file.seek(0)
     except OSError as error:
         file.close()
@@ -231,11 +292,13 @@ def _detect_compression(path: Path, head: bytes) -> str:
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
         return "zstd"
+    if is_bzip2(head):
+        return "bzip2"
     for magic, name in _UNSUPPORTED_MAGIC.items():
         if head.startswith(magic):
             raise UnreadableDumpError(
                 f"{path} is {name}-compressed, which restorescope does not read; "
-                "decompress it, or recompress it with gzip or zstd, and upload it again"
+                "decompress it, or recompress it with gzip, zstd or bzip2, and upload it again"
             )
     return "plain"
 

@@ -38,7 +38,7 @@ def restore_with_mysqlimport(
     if any(f.suffix != ".txt" for f in files):
         raise UnreadableDumpError(
             f"mysqlimport reads only plain .txt files and {dump.name} has compressed ones: decompress them, or "
-            "restore with restorescope's loader, which reads .gz and .zst"
+            "restore with restorescope's loader, which reads .gz, .zst and .bz2"
         )
     total = sum(f.stat().st_size for f in files)
     sizes = {f"{database}.{f.stem}": f.stat().st_size for f in files}

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from app.advisor.evidence import Alternative
 
-_COMPRESSION_SUFFIXES = (".gz", ".zst", ".zstd")
+_COMPRESSION_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2")
 _MYSQLSH_TABLE = re.compile(r"^([^@]+)@([^@]+)\.json$")
 _MYDUMPER_SCHEMA = re.compile(r"^(.+?)\.(.+)-schema\.sql$")
 

@@ -360,14 +360,14 @@ def straggler(e: Evidence) -> Suggestion | None:
 # 27.4 s from the mysqldump .sql (bench/advisor.py; the restore took 36.9 s vs 54.7 s).
 DELIMITED_SERVER_CPU_RATIO = 0.65
 STATEMENT_FORMATS = frozenset({"mysqldump", "mydumper"})
-# Cheapest to read first: no decompression, then zstd (decodes fastest), then gzip.
-_COMPRESSION_ORDER = {None: 0, "zstd": 1, "gzip": 2}
+# Cheapest to read first: no decompression, then zstd (decodes fastest), then gzip, then bzip2.
+_COMPRESSION_ORDER = {None: 0, "zstd": 1, "gzip": 2, "bzip2": 3}
 
 
 def _best(alternatives: Sequence[Alternative]) -> Alternative | None:
     if not alternatives:
         return None
-    return min(alternatives, key=lambda a: (_COMPRESSION_ORDER.get(a.compression, 3), a.size_bytes, a.path))
+    return min(alternatives, key=lambda a: (_COMPRESSION_ORDER.get(a.compression, 4), a.size_bytes, a.path))
 
 
 def _alternative_settings(e: Evidence, alternative: Alternative) -> tuple[Setting, ...]:
@@ -432,8 +432,9 @@ def delimited_format(e: Evidence) -> Suggestion | None:
 
 # CPU seconds to decompress one MB of compressed dump, measured here with the libraries the worker reads
 # with (Python's zlib and zstandard) on 300 MB of the sysbench .sql: gzip -6 1.1 s per 100 MB compressed
-# (191 MB/s of SQL out), zstd -3 0.33 s (614 MB/s out).
-DECODE_S_PER_COMPRESSED_MB = {"gzip": 0.011, "zstd": 0.0033}
+# (191 MB/s of SQL out), zstd -3 0.33 s (614 MB/s out); bzip2 (pbzip2 -9, Python's bz2 through
+# worker.runners.dump_stream) on the first 300 MB of it: 12.4 s for 132 MB compressed (24 MB/s of SQL out).
+DECODE_S_PER_COMPRESSED_MB = {"gzip": 0.011, "zstd": 0.0033, "bzip2": 0.094}
 # Decompression took at least this share of the CPU the restore used: worth reading another copy.
 DECOMPRESS_SHARE_MIN = 0.10
 
@@ -450,7 +451,7 @@ def decompression(e: Evidence) -> Suggestion | None:
     cheaper = [
         a
         for a in e.alternatives
-        if _COMPRESSION_ORDER.get(a.compression, 3) < _COMPRESSION_ORDER.get(compression, 3)
+        if _COMPRESSION_ORDER.get(a.compression, 4) < _COMPRESSION_ORDER.get(compression, 4)
         and a.delimited == (e.job.backup_format not in STATEMENT_FORMATS)
     ]
     alternative = _best(cheaper)

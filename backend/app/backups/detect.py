@@ -1,5 +1,6 @@
 """What kind of backup a file or directory is, from its content rather than its name."""
 
+import bz2
 import gzip
 import json
 import re
@@ -12,6 +13,9 @@ import zstandard
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# "BZh", the block size digit, then the first block's magic (pi) or, for an empty stream, the end marker.
+_BZIP2_HEAD = re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)")
+COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2")
 HEAD_BYTES = 256 * 1024
 
 # Restore jobs take the formats the parallel loader (worker.runners.loader) restores, LOADER_FORMATS, and
@@ -28,11 +32,13 @@ class Detected:
 
 def compression_of(path: Path) -> str | None:
     with path.open("rb") as handle:
-        magic = handle.read(4)
+        magic = handle.read(10)
     if magic.startswith(GZIP_MAGIC):
         return "gzip"
-    if magic == ZSTD_MAGIC:
+    if magic.startswith(ZSTD_MAGIC):
         return "zstd"
+    if _BZIP2_HEAD.match(magic):
+        return "bzip2"
     return None
 
 
@@ -45,6 +51,9 @@ def read_head(path: Path, compression: str | None, limit: int = HEAD_BYTES) -> b
         if compression == "zstd":
             with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
                 return reader.read(limit)
+        if compression == "bzip2":
+            with bz2.open(path, "rb") as handle:
+                return handle.read(limit)
         with path.open("rb") as handle:
             return handle.read(limit)
     except (OSError, EOFError, zlib.error, zstandard.ZstdError):
@@ -75,7 +84,7 @@ def _mysqldump_details(head: bytes) -> dict[str, Any] | None:
 
 def detect_file(path: Path) -> Detected | None:
     name = path.name.lower()
-    if not (name.endswith((".sql", ".sql.gz", ".sql.zst", ".sql.zstd"))):
+    if not name.endswith(tuple([".sql", *(".sql" + suffix for suffix in COMPRESSED_SUFFIXES)])):
         return None
     compression = compression_of(path)
     details = _mysqldump_details(read_head(path, compression))
@@ -171,7 +180,7 @@ def _restorability(problems: list[str]) -> dict[str, Any]:
 
 
 def _plain(name: str) -> str:
-    for suffix in (".gz", ".zst", ".zstd"):
+    for suffix in COMPRESSED_SUFFIXES:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -182,6 +191,8 @@ def _compression_of_names(names: set[str]) -> str | None:
         return "zstd"
     if any(n.endswith(".gz") for n in names):
         return "gzip"
+    if any(n.endswith(".bz2") for n in names):
+        return "bzip2"
     return None
 
 
@@ -215,7 +226,7 @@ def _mysqlsh(path: Path, names: set[str]) -> Detected:
 
 
 _MYDUMPER_DATA = re.compile(
-    r"^[^.]+\..+?\.\d{5,}(?:\.\d{5,})?\.(?:sql|dat)(?:\.gz|\.zst)?$|^[^.]+\.[^-]+\.sql(?:\.gz)?$"
+    r"^[^.]+\..+?\.\d{5,}(?:\.\d{5,})?\.(?:sql|dat)(?:\.gz|\.zst|\.bz2)?$|^[^.]+\.[^-]+\.sql(?:\.gz|\.bz2)?$"
 )
 
 

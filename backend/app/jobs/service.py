@@ -58,7 +58,7 @@ RUNNER_FORMATS: dict[str, frozenset[str]] = {
     "xtrabackup": frozenset({"xtrabackup"}),
 }
 _FORMAT_NAMES = {
-    "mysqldump": "a mysqldump file (.sql, .sql.gz, .sql.zst)",
+    "mysqldump": "a mysqldump file (.sql, .sql.gz, .sql.zst, .sql.bz2)",
     "mysqldump-tab": "a mysqldump --tab directory",
     "mydumper": "a mydumper directory",
     "mysqlsh": "a MySQL Shell dump directory",
@@ -101,7 +101,13 @@ def choose_runner(requested: str, backup: Backup) -> str:
     if runner == "mysqlimport" and backup.compression is not None:
         raise InvalidRequest(
             f"mysqlimport reads only plain .txt files and this --tab dump is compressed ({backup.compression}): "
-            "choose restorescope's loader, which reads .gz and .zst",
+            "choose restorescope's loader, which reads .gz, .zst and .bz2",
+            field="runner",
+        )
+    if runner == "myloader" and backup.compression == "bzip2":
+        raise InvalidRequest(
+            "myloader reads plain, .gz and .zst files and this mydumper directory is compressed with bzip2: "
+            "choose restorescope's loader, which reads .bz2 too",
             field="runner",
         )
     return runner
@@ -242,18 +248,13 @@ def create_restore_job(
 
 
 # What each compressor writes, and the levels it takes.
-COMPRESSION_SUFFIX = {"none": "", "zstd": ".zst", "pigz": ".gz", "gzip": ".gz"}
-_LEVELS = {"zstd": (1, 19), "pigz": (1, 9), "gzip": (1, 9)}
+COMPRESSION_SUFFIX = {"none": "", "zstd": ".zst", "pigz": ".gz", "gzip": ".gz", "pbzip2": ".bz2"}
+_LEVELS = {"zstd": (1, 19), "pigz": (1, 9), "gzip": (1, 9), "pbzip2": (1, 9)}
 
 
 def backup_compression(data: BackupJobCreate) -> str:
     """The compression a backup gets: the one asked for when the tool can write it restorably."""
     compression = data.compression or ("none" if data.tool == "mariabackup" else "zstd")
-    if compression == "pbzip2":
-        raise InvalidRequest(
-            "restorescope's restores read gzip and zstd, not bzip2: choose zstd or pigz (both use every thread)",
-            field="compression",
-        )
     if data.tool == "mariabackup" and compression != "none":
         raise InvalidRequest(
             "mariabackup backups are written as uncompressed directories, which prepare and restore read as they "

@@ -943,17 +943,17 @@ export interface components {
             databases?: string[];
             /**
              * Threads
-             * @description mydumper -t, mariabackup --parallel, and the compressor's threads (zstd -T, pigz -p); default: the CPUs the worker may run on. mysqldump itself always uses one connection.
+             * @description mydumper -t, mariabackup --parallel, and the compressor's threads (zstd -T, pigz -p, pbzip2 -p); default: the CPUs the worker may run on. mysqldump itself always uses one connection.
              */
             threads?: number | null;
             /**
              * Compression
-             * @description Default: zstd for the dump tools, none for mariabackup. none, zstd or pigz (multi-threaded), gzip (one thread) or pbzip2; mysqldump output goes through the compressor as it is written, --tab and mydumper files are compressed one by one (mydumper's own -c for gzip and pigz); mariabackup backups stay uncompressed directories (prepare and restore read them as they are). pbzip2 is refused: restorescope's restores read gzip and zstd only
+             * @description Default: zstd for the dump tools, none for mariabackup. none, zstd, pigz or pbzip2 (multi-threaded) or gzip (one thread); mysqldump output goes through the compressor as it is written, --tab and mydumper files are compressed one by one (mydumper's own -c for gzip and pigz); mariabackup backups stay uncompressed directories (prepare and restore read them as they are). The loader reads all of them; myloader and mysqlimport cannot read bzip2, and bzip2 decodes about 10x slower than zstd
              */
             compression?: ("none" | "zstd" | "pigz" | "pbzip2" | "gzip") | null;
             /**
              * Level
-             * @description Compression level: zstd 1-19, gzip/pigz 1-9
+             * @description Compression level: zstd 1-19, gzip/pigz/pbzip2 1-9
              */
             level?: number | null;
             /**

@@ -18,7 +18,7 @@ export const COMPRESSIONS: { value: Compression; label: string; disabled?: boole
   { value: "pigz", label: "pigz (gzip, multi-threaded)" },
   { value: "gzip", label: "gzip (one thread)" },
   { value: "none", label: "none" },
-  { value: "pbzip2", label: "pbzip2 (restorescope's restores cannot read bzip2)", disabled: true },
+  { value: "pbzip2", label: "pbzip2 (bzip2, multi-threaded; smallest, slowest to restore)" },
 ];
 
 /** "shop, crm" or "shop crm" as a list; empty means every database. */

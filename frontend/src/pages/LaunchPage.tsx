@@ -140,7 +140,7 @@ function BackupPicker({
     <div className="field">
       {backups.data.data.length === 0 ? (
         <Empty title="No backups found">
-          Put mysqldump files (.sql, .sql.gz, .sql.zst) or dump directories (mysqldump --tab, mydumper, MySQL Shell)
+          Put mysqldump files (.sql, .sql.gz, .sql.zst, .sql.bz2) or dump directories (mysqldump --tab, mydumper, MySQL Shell)
           under <code>{roots}</code>, then reload this page.
         </Empty>
       ) : (

@@ -7,7 +7,7 @@ from pathlib import Path
 from worker.runners.dump_stream import DumpError, open_dump
 from worker.runners.loader.plan import LayoutError
 
-COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd")
+COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2")
 
 
 def without_compression(name: str) -> str:
