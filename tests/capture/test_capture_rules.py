@@ -1,17 +1,21 @@
 """Pure rules of the capture: backend choice and fallback, AIO switching, lane roles, eBPF lines, inode paths."""
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from app.sandboxes.options import ServerOptions
 from app.traces.operation import Operation
+from app.traces.records import Lane
 from worker.capture import ebpf, selection
 from worker.capture.errors import CaptureUnavailable
 from worker.capture.fds import FdPaths
 from worker.capture.fuse import InodePaths
-from worker.capture.lanes import ServerThread, role_of
+from worker.capture.lanes import LaneNamer, ServerThread, role_of
 from worker.capture.selection import CapturePlan, adjust_sandbox_options, aio_mode_of, plan_capture
 
 
@@ -172,6 +176,9 @@ def test_bpftrace_lines_become_operations() -> None:
         "S 102 100 9500000 1000 close 13 -1 -1 0",
         "Lost 7 events",
         "garbage",
+        "@stdin_reads[103]: 195000",
+        "",
+        "@stdin_bytes[103]: 798720000",
     ]
     operations = [op for line in lines for op in parser.feed(line)]
     base = 1_000_000_000_000_000
@@ -185,6 +192,8 @@ def test_bpftrace_lines_become_operations() -> None:
     ]
     assert parser.lost_events == 7
     assert [(bad.line_no, bad.text) for bad in parser.malformed] == [(8, "garbage")]
+    # The client's reads of its stdin are counted in the kernel and reported at the end, per thread.
+    assert (parser.stdin_reads, parser.stdin_bytes) == ({103: 195000}, {103: 798720000})
     assert fds.path(100, 13) is None  # closed
 
 
@@ -192,6 +201,9 @@ def test_bpftrace_script_watches_the_pids_given() -> None:
     script = ebpf.bpftrace_script([4242])
     assert "@watched[4242] = 1;" in script
     assert "tracepoint:io_uring:io_uring_submit_req" in script and "tracepoint:syscalls:sys_exit_pwrite64" in script
+    # Reads of fd 0 are counted, every other read is recorded.
+    assert "sys_enter_read /@watched[pid] && args->fd == 0/" in script
+    assert "sys_enter_read /@watched[pid] && args->fd != 0/" in script
 
 
 def test_inode_paths_from_the_real_dir_and_from_the_log(tmp_path: Path) -> None:
@@ -248,3 +260,34 @@ def test_a_saved_target_on_another_host_cannot_be_traced(tmp_path: Path) -> None
     pid_file.write_text("1\n")
     pid, reason = find_local_server_pid(_Answers((socket.gethostname(), str(pid_file))))
     assert pid is None and reason is not None and "not a MariaDB/MySQL server" in reason
+
+
+class _Lanes:
+    def __init__(self) -> None:
+        self.lanes: dict[int, Lane] = {}
+
+    def set_lane(self, lane: Lane) -> None:
+        self.lanes[lane.tid] = lane
+
+
+def test_a_tool_is_not_named_after_the_tracer_that_forked_it() -> None:
+    """Under strace a tool's pid carries the name "strace" from its fork to its exec; a lane named in that
+    window would keep the name if the tool exited before the next refresh."""
+    # Each line on its stdin becomes the child's name (only a process itself may rename itself).
+    rename = "import sys\nfor name in sys.stdin:\n    open('/proc/self/comm', 'w').write(name.strip())\n"
+    child = subprocess.Popen([sys.executable, "-c", rename], stdin=subprocess.PIPE, text=True, bufsize=1)
+    assert child.stdin is not None
+    sink = _Lanes()
+    namer = LaneNamer(sink, lambda: [child.pid])  # type: ignore[arg-type]
+    try:
+        for name in ("strace", "mariabackup"):  # forked by strace, then exec'd
+            child.stdin.write(name + "\n")
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{child.pid}/comm").read_text().strip() != name:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            namer.refresh()
+            assert {lane.process for lane in sink.lanes.values()} == ({"mariabackup"} if name != "strace" else set())
+    finally:
+        child.stdin.close()
+        child.wait()

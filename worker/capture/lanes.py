@@ -27,6 +27,9 @@ log = logging.getLogger("restorescope.capture")
 REFRESH_INTERVAL_S = 1.0
 BURST_S = 2.0
 BURST_INTERVAL_S = 0.02
+# The process names of the tracers that launch a job's tools: under strace a tool's pid carries strace's name
+# until it execs, and a lane named then would keep that name if the tool exits before the next refresh.
+TRACERS = frozenset({"strace"})
 
 # performance_schema thread names (the part after "thread/") -> the role a DBA reads.
 _SERVER_ROLES = {
@@ -214,8 +217,8 @@ class LaneNamer:
         threads, client_connections = self._server_threads()
         for pid in self._pids():
             process = _comm(pid, pid)
-            if process is None:
-                continue
+            if process is None or process in TRACERS:
+                continue  # a tracer's child between its fork and its exec: named once it is the tool
             for tid in _threads_of(pid):
                 comm = _comm(pid, tid)
                 if comm is None:

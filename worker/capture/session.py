@@ -233,6 +233,7 @@ class JobCapture:
         meta: dict[str, str | int | float | None] = {"operations_captured": self.sink.operations}
         if self._ebpf is not None:
             meta["lost_events"] = self._ebpf.lost_events + self._earlier_lost_events
+            meta["stdin_reads_counted"] = self._ebpf.stdin_reads
         self._set_meta(**meta)
         if self.plan.active:
             self._log(f"capture: {self.sink.operations} operations on {len(self.sink.tids)} threads")
