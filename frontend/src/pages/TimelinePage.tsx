@@ -129,16 +129,20 @@ function Timeline({ jobId, summary, canRerun }: { jobId: number; summary: TraceS
       bounds !== null && width > 0,
     ),
   );
-  const stats = useQuery(
-    traceStatsQuery(
+  // The lanes come first: the statistics and the advice (whole-trace scans on the server) are asked for once the
+  // first window is in, so they do not slow its answer or its drawing.
+  const lanesShown = windowData.data !== undefined || windowData.isError;
+  const stats = useQuery({
+    ...traceStatsQuery(
       jobId,
       { ...(selection ? toApiWindow(selection) : {}), kinds: filter.kinds, path: filter.path, tids: roleTids },
       live,
     ),
-  );
+    enabled: lanesShown,
+  });
 
   // The advisor's suggestion whose evidence is highlighted: its lanes over its time ranges.
-  const advice = useQuery(adviceQuery(jobId, !live));
+  const advice = useQuery(adviceQuery(jobId, !live && lanesShown));
   const suggestion = advice.data?.suggestions.find((s) => s.rule === adviceRule) ?? null;
   const highlight = useMemo<Highlight | null>(
     () => (suggestion === null ? null : { tids: new Set(suggestion.where.lanes), ranges: rangesOf(suggestion) }),
