@@ -20,6 +20,7 @@ from worker.runners.dump_stream import (
     RowCounter,
     TruncatedDumpError,
     UnreadableDumpError,
+    _Bzip2Decoder,
     count_tuples,
     open_dump,
 )
@@ -378,3 +379,14 @@ def test_gzip_output_stays_bounded_for_highly_compressible_data(tmp_path: Path) 
 def test_dump_errors_share_one_base() -> None:
     for error in (UnreadableDumpError, TruncatedDumpError, CorruptDumpError):
         assert issubclass(error, DumpError)
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1000])
+def test_bzip2_streams_split_anywhere_across_reads_decode_whole(block: int) -> None:
+    """pbzip2 writes many streams; a read may end inside the next one's header (a 64 KiB read does, now and
+    then), and the decoder must wait for the rest of it, not call it damage nor read a byte twice."""
+    data = SQL[:300_000]
+    blob = b"".join(bz2.compress(data[i : i + 60_000]) for i in range(0, len(data), 60_000))
+    decoder = _Bzip2Decoder(Path("dump.sql.bz2"), 1 << 12)
+    out = b"".join(piece for i in range(0, len(blob), block) for piece in decoder.decode(blob[i : i + block]))
+    assert out == data and not decoder.ended_mid_stream()

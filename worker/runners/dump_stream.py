@@ -24,10 +24,7 @@ from typing import BinaryIO, Protocol
 
 import zstandard
 
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-BZIP2_MAGIC = b"BZh"  # then the block size digit 1-9, then a block (pi) or the end of the stream (sqrt(pi))
-_BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
+from app.backups.detect import GZIP_MAGIC, HEAD_MAGIC_BYTES, compression_of_head
 
 # Formats people do send us; naming them beats letting `mysql` choke on binary garbage.
 _UNSUPPORTED_MAGIC = {
@@ -150,24 +147,22 @@ class _Bzip2Decoder:
         self._path = path
         self._max_output = max_output
         self._stream = bz2.BZ2Decompressor()
-        self._pending = b""  # the next stream's first bytes, fewer than its magic: wait for the next block
+        self._between_streams = False  # the last stream ended: what follows must be another one
+        self._pending = b""  # the next stream's first bytes, too few to check its header: wait for more
         self._inside_stream = False
 
     def decode(self, block: bytes) -> Iterator[bytes]:
-        data = self._pending + block
-        self._pending = b""
+        data, self._pending = self._pending + block, b""
         while True:
-            if self._stream.eof:
-                rest = self._stream.unused_data + data
-                if not rest.strip(b"\x00"):
+            if self._between_streams:
+                if not data.strip(b"\x00"):
+                    return  # nothing, or padding
+                if len(data) < HEAD_MAGIC_BYTES:
+                    self._pending = data
                     return
-                if len(rest) < len(BZIP2_MAGIC) + 1:
-                    self._pending = rest
-                    return
-                if not is_bzip2(rest):
+                if compression_of_head(data[:HEAD_MAGIC_BYTES]) != "bzip2":
                     raise CorruptDumpError(_corrupt_message(self._path, "bzip2", "unexpected bytes after the end"))
-                self._stream = bz2.BZ2Decompressor()
-                data = rest
+                self._stream, self._between_streams = bz2.BZ2Decompressor(), False
             if not data and self._stream.needs_input:
                 return
             if data:
@@ -181,21 +176,13 @@ class _Bzip2Decoder:
             if output:
                 yield output
             if self._stream.eof:
-                self._inside_stream = False
-                continue
-            if self._stream.needs_input:
+                self._inside_stream, self._between_streams = False, True
+                data = self._stream.unused_data
+            elif self._stream.needs_input:
                 return
 
     def ended_mid_stream(self) -> bool:
         return self._inside_stream or bool(self._pending)
-
-
-def is_bzip2(head: bytes) -> bool:
-    """A bzip2 stream's header: "BZh", the block size digit, then a block or the end-of-stream marker (the
-    digit and a marker keep a text file that starts with "BZh" from passing)."""
-    if not head.startswith(BZIP2_MAGIC) or len(head) < 4 or head[3:4] not in b"123456789":
-        return False
-    return len(head) < 10 or head[4:10] in _BZIP2_NEXT
 
 
 def _corrupt_message(path: Path, kind: str, detail: str) -> str:
@@ -274,7 +261,7 @@ def open_dump(path: Path) -> DumpReader:
         raise UnreadableDumpError(_unreadable_message(path, error)) from error
     try:
         total_bytes = path.stat().st_size
-        head = file.read(10)
+        head = file.read(HEAD_MAGIC_BYTES)
         file.seek(0)
     except OSError as error:
         file.close()
@@ -288,12 +275,8 @@ def open_dump(path: Path) -> DumpReader:
 
 
 def _detect_compression(path: Path, head: bytes) -> str:
-    if head.startswith(GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(ZSTD_MAGIC):
-        return "zstd"
-    if is_bzip2(head):
-        return "bzip2"
+    if (compression := compression_of_head(head)) is not None:
+        return compression
     for magic, name in _UNSUPPORTED_MAGIC.items():
         if head.startswith(magic):
             raise UnreadableDumpError(

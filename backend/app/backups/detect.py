@@ -30,16 +30,24 @@ class Detected:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def compression_of(path: Path) -> str | None:
-    with path.open("rb") as handle:
-        magic = handle.read(10)
-    if magic.startswith(GZIP_MAGIC):
+# Bytes compression_of_head needs to tell a bzip2 stream from text that starts with "BZh".
+HEAD_MAGIC_BYTES = 10
+
+
+def compression_of_head(head: bytes) -> str | None:
+    """gzip, zstd or bzip2 from a file's first HEAD_MAGIC_BYTES bytes; None for anything else."""
+    if head.startswith(GZIP_MAGIC):
         return "gzip"
-    if magic.startswith(ZSTD_MAGIC):
+    if head.startswith(ZSTD_MAGIC):
         return "zstd"
-    if _BZIP2_HEAD.match(magic):
+    if _BZIP2_HEAD.match(head):
         return "bzip2"
     return None
+
+
+def compression_of(path: Path) -> str | None:
+    with path.open("rb") as handle:
+        return compression_of_head(handle.read(HEAD_MAGIC_BYTES))
 
 
 def read_head(path: Path, compression: str | None, limit: int = HEAD_BYTES) -> bytes:
