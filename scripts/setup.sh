@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 DEBIAN_PACKAGES=(
   mariadb-server mariadb-client mariadb-backup mydumper sysbench
   redis-server postgresql strace zstd pigz pbzip2 util-linux python3-venv
-  bpftrace fuse3 libfuse3-dev pkg-config gcc make
+  clang bpftool libbpf-dev libelf-dev zlib1g-dev fuse3 libfuse3-dev pkg-config gcc make
   nodejs chromium
 )
 
@@ -33,6 +33,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   .venv/bin/pip install -q -r requirements-dev.txt 2>&1 | grep -v "is ignored" || true
   .venv/bin/python -c "import fastapi, celery, sqlalchemy, alembic, pymysql, zstandard, psycopg" 
   echo "$wanted" > "$stamp"
+fi
+
+# The eBPF capture's probes and reader (C, compiled against this kernel's BTF); without BTF the worker
+# reports eBPF as unavailable and falls back, so a failed build here is not fatal.
+if [ -f worker/capture/iotrace/Makefile ] && [ -e /sys/kernel/btf/vmlinux ]; then
+  make -s -C worker/capture/iotrace || echo "setup: iotrace (eBPF capture) did not build; jobs will use strace or FUSE"
 fi
 
 # The FUSE oplog passthrough is C (speed matters on every page write); rebuilt only when its source changes.

@@ -1,4 +1,4 @@
-"""Capture tests: real tracers (strace, bpftrace, oplogfs) on real sandbox servers, writing real traces."""
+"""Capture tests: real tracers (strace, iotrace for eBPF, oplogfs) on real sandbox servers, writing real traces."""
 
 import threading
 from collections.abc import Iterable

@@ -163,10 +163,10 @@ def test_roles(comm: str, process: str, thread: ServerThread | None, client_conn
     assert role_of(comm, process, thread, client_connection) == role
 
 
-def test_bpftrace_lines_become_operations() -> None:
+def test_iotrace_lines_become_operations() -> None:
     fds = FdPaths()
     fds.opened(100, 12, "/data/shop/orders.ibd")
-    parser = ebpf.BpftraceLineParser(offset_ns=1_000_000_000_000_000_000, fds=fds)
+    parser = ebpf.IotraceLineParser(offset_ns=1_000_000_000_000_000_000, fds=fds)
     lines = [
         "U 101 100 5000000 250000 2 12 49152 16384 16384",
         "S 102 100 6000000 3000 pwrite64 12 0 512 512",
@@ -195,15 +195,6 @@ def test_bpftrace_lines_become_operations() -> None:
     # The client's reads of its stdin are counted in the kernel and reported at the end, per thread.
     assert (parser.stdin_reads, parser.stdin_bytes) == ({103: 195000}, {103: 798720000})
     assert fds.path(100, 13) is None  # closed
-
-
-def test_bpftrace_script_watches_the_pids_given() -> None:
-    script = ebpf.bpftrace_script([4242])
-    assert "@watched[4242] = 1;" in script
-    assert "tracepoint:io_uring:io_uring_submit_req" in script and "tracepoint:syscalls:sys_exit_pwrite64" in script
-    # Reads of fd 0 are counted, every other read is recorded.
-    assert "sys_enter_read /@watched[pid] && args->fd == 0/" in script
-    assert "sys_enter_read /@watched[pid] && args->fd != 0/" in script
 
 
 def test_inode_paths_from_the_real_dir_and_from_the_log(tmp_path: Path) -> None:

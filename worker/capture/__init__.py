@@ -2,7 +2,7 @@
 
 Backends (chosen per job, see selection.py):
     strace   ptrace; attaches to the server, wraps the processes the job launches (strace.py)
-    ebpf     bpftrace on syscall and io_uring tracepoints: sees io_uring page IO natively (ebpf.py)
+    ebpf     our probes on syscall and io_uring tracepoints: see io_uring page IO natively (ebpf.py, iotrace/)
     fuse     oplogfs, a logging passthrough file system over the sandbox datadir (fuse.py, oplogfs/)
 
 Each turns what it sees into app.traces Operation records and writes them to a TraceSink in batches

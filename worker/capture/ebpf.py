@@ -1,25 +1,27 @@
-"""eBPF capture: bpftrace on the syscall tracepoints of IO calls and on io_uring's own tracepoints.
+"""eBPF capture: our probes (worker/capture/iotrace) on the syscall tracepoints of IO calls and on io_uring's.
 
-What is watched: every process that starts (execs) inside bpftrace's own process group, which is the
-job's (bpftrace is started through the job's ProcessGroup), plus the pids given explicitly (a server
-started before the capture, or a saved target's server).
+What is watched: every process that starts (execs) inside iotrace's own process group, which is the job's
+(iotrace is started through the job's ProcessGroup), plus the pids given explicitly (a server started before
+the capture, or a saved target's server).
 
-io_uring page IO, invisible to strace, is seen natively here: ``io_uring:io_uring_submit_req`` fires
-once a request is prepared, in the submitting thread, and its ``req`` is a ``struct io_kiocb`` whose
-command area is a ``struct io_rw`` (file position in ``kiocb.ki_pos``, length) with the vectored
-request's ``struct io_async_rw`` (byte count in ``iter.count``) behind ``async_data``; the descriptor is
-``cqe.fd``. ``io_uring:io_uring_complete`` gives the result; the pair gives the duration, on the lane of
-the thread that submitted. (This kernel has no kprobes and bpftrace 0.17 no fentry here: tracepoints
-and BTF casts are all we need.)
+io_uring page IO, invisible to strace, is seen natively: ``io_uring:io_uring_submit_req`` fires once a
+request is prepared, in the submitting thread; its request's command area gives the file position and
+length, and ``io_uring:io_uring_complete`` the result; the pair gives the duration, on the lane of the
+thread that submitted. (This kernel has no kprobes: tracepoints and BTF (CO-RE) reads are all we need.)
 
-bpftrace prints one compact line per operation into a pipe; times are CLOCK_MONOTONIC nanoseconds,
-turned into epoch microseconds with an offset taken at start. Descriptors become paths through
-worker.capture.fds (openat/close as seen, /proc/PID/fd for the rest). Lost events are reported.
+Why our own program rather than bpftrace: bpftrace's printf sends each record through a perf buffer
+that wakes its reader with an irq_work, a self-IPI that is a VM exit on a virtualized host, paid by the
+traced thread; iotrace submits to a BPF ring buffer without a wakeup and polls it (bench/capture_overhead).
+
+iotrace prints one compact line per operation into a pipe; times are CLOCK_MONOTONIC nanoseconds, turned
+into epoch microseconds with an offset taken at start. Descriptors become paths through worker.capture.fds
+(openat/close as seen, /proc/PID/fd for the rest). Lost records are reported.
 
 Line formats (space separated, the path last since it may contain spaces):
     S tid pid start_ns duration_ns call fd offset size result     a system call on a descriptor
     O tid pid start_ns duration_ns result path                      openat
     U tid pid start_ns duration_ns opcode fd offset size result     an io_uring request
+and, once stopped, ``@stdin_reads[tid]: N`` / ``@stdin_bytes[tid]: N`` and ``Lost N events``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import errno
 import functools
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -48,117 +49,25 @@ NAME = "ebpf"
 TRACEFS = Path("/sys/kernel/tracing")
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
-# Per-CPU perf ring for printf: 1024 pages (4 MiB) keeps up with page-cleaner bursts.
-PERF_RING_PAGES = "1024"
-# Entries per map (bpftrace preallocates them): maps are keyed by thread or by in-flight io_uring request,
-# never more than a few thousand at once; the default 4096 could be reached by a busy server's threads.
-MAP_KEYS_MAX = "16384"
+IOTRACE = Path(__file__).parent / "iotrace" / "iotrace"
 
 # io_uring opcodes (include/uapi/linux/io_uring.h) whose file, offset and size we report.
 IO_URING_OPS = {1: "readv", 2: "writev", 3: "fsync", 4: "read_fixed", 5: "write_fixed", 8: "sync_file_range",
                 22: "read", 23: "write"}  # fmt: skip
 _IO_URING_KINDS = {"readv": "read", "read_fixed": "read", "read": "read", "writev": "write", "write_fixed": "write",
                    "write": "write", "fsync": "fsync", "sync_file_range": "fsync"}  # fmt: skip
-_VECTORED = (1, 2)
 
-# (call, how its arguments map: fd, size argument, offset argument); None = not in this call.
-_SYSCALLS: list[tuple[str, str | None, str | None]] = [
-    ("read", "count", None),
-    ("pread64", "count", "pos"),
-    ("readv", None, None),
-    ("preadv", None, "pos_l"),
-    ("write", "count", None),
-    ("pwrite64", "count", "pos"),
-    ("writev", None, None),
-    ("pwritev", None, "pos_l"),
-    ("recvfrom", "size", None),
-    ("sendto", "len", None),
-    ("fsync", None, None),
-    ("fdatasync", None, None),
-    ("sync_file_range", "nbytes", "offset"),
-    ("fallocate", "len", "offset"),
-    ("close", None, None),
-]
-_SYSCALL_NAMES = [name for name, _, _ in _SYSCALLS]
 _LOST = re.compile(r"Lost (\d+) events")
 _STDIN_COUNT = re.compile(r"^@stdin_(?P<what>reads|bytes)\[(?P<tid>\d+)\]: (?P<value>\d+)")
 
 
-def bpftrace_script(pids: list[int]) -> str:
-    """The bpftrace program: watch pids, and processes exec'd in bpftrace's own process group."""
-    seeds = "".join(f"    @watched[{pid}] = 1;\n" for pid in pids)
-    parts = [
-        "BEGIN {\n",
-        "    @group = (uint64)curtask->signal->pids[2];  // PIDTYPE_PGID: the job's process group\n",
-        seeds,
-        '    printf("READY\\n");\n}\n\n',
-        'tracepoint:sched:sched_process_exec /(uint64)curtask->signal->pids[2] == @group && comm != "bpftrace"/ {\n',
-        "    @watched[pid] = 1;\n}\n\n",
-        "tracepoint:sched:sched_process_exit /@watched[pid] && pid == tid/ { delete(@watched[pid]); }\n\n",
-    ]
-    # A client's reads of its stdin (the dump the worker pipes into mysql, 4 KiB at a time) are counted per
-    # thread in the kernel, not sent one by one: they were two thirds of a restore's events, and each event
-    # sent costs the traced thread ~10 us, on the client that paces the whole restore (bench/capture_overhead).
-    parts.append(
-        "tracepoint:syscalls:sys_enter_read /@watched[pid] && args->fd == 0/ { @stdin[tid] = 1; }\n"
-        "tracepoint:syscalls:sys_exit_read /@stdin[tid]/ {\n"
-        "    @stdin_reads[tid] = count(); @stdin_bytes[tid] = sum(args->ret > 0 ? args->ret : 0);"
-        " delete(@stdin[tid]);\n}\n"
-    )
-    for name, size_arg, offset_arg in _SYSCALLS:
-        size = f"args->{size_arg}" if size_arg else "-1"
-        offset = f"args->{offset_arg}" if offset_arg else "-1"
-        stdin = " && args->fd != 0" if name == "read" else ""
-        parts.append(
-            f"tracepoint:syscalls:sys_enter_{name} /@watched[pid]{stdin}/ {{\n"
-            f"    @t[tid] = nsecs; @fd[tid] = args->fd; @size[tid] = {size}; @offset[tid] = {offset};\n}}\n"
-            f"tracepoint:syscalls:sys_exit_{name} /@t[tid]/ {{\n"
-            f'    printf("S %d %d %lld %lld {name} %d %lld %lld %lld\\n", tid, pid, @t[tid], nsecs - @t[tid],'
-            f" @fd[tid], @offset[tid], @size[tid], args->ret);\n"
-            "    delete(@t[tid]); delete(@fd[tid]); delete(@size[tid]); delete(@offset[tid]);\n}\n"
-        )
-    parts.append(
-        "tracepoint:syscalls:sys_enter_openat /@watched[pid]/ {\n"
-        "    @t[tid] = nsecs; @path[tid] = str(args->filename);\n}\n"
-        "tracepoint:syscalls:sys_exit_openat /@t[tid]/ {\n"
-        '    printf("O %d %d %lld %lld %lld %s\\n", tid, pid, @t[tid], nsecs - @t[tid], args->ret, @path[tid]);\n'
-        "    delete(@t[tid]); delete(@path[tid]);\n}\n\n"
-    )
-    opcodes = " || ".join(f"args->opcode == {code}" for code in IO_URING_OPS)
-    parts.append(
-        f"tracepoint:io_uring:io_uring_submit_req /@watched[pid] && ({opcodes})/ {{\n"
-        "    $req = (struct io_kiocb *)args->req;\n"
-        "    $rw = (struct io_rw *)args->req;  // the command area is the first member of io_kiocb\n"
-        "    $key = (uint64)args->req;\n"
-        "    @u_start[$key] = nsecs; @u_tid[$key] = tid; @u_pid[$key] = pid; @u_op[$key] = args->opcode;\n"
-        "    @u_fd[$key] = $req->cqe.fd; @u_offset[$key] = $rw->kiocb.ki_pos;\n"
-        f"    if (args->opcode == {_VECTORED[0]} || args->opcode == {_VECTORED[1]}) {{\n"
-        "        @u_size[$key] = ((struct io_async_rw *)$req->async_data)->iter.count;\n"
-        "    } else {\n"
-        "        @u_size[$key] = $rw->len;\n"
-        "    }\n}\n"
-        "tracepoint:io_uring:io_uring_complete /@u_start[(uint64)args->req]/ {\n"
-        "    $key = (uint64)args->req;\n"
-        '    printf("U %d %d %lld %lld %d %d %lld %lld %d\\n", @u_tid[$key], @u_pid[$key], @u_start[$key],'
-        " nsecs - @u_start[$key], @u_op[$key], @u_fd[$key], @u_offset[$key], @u_size[$key], args->res);\n"
-        "    delete(@u_start[$key]); delete(@u_tid[$key]); delete(@u_pid[$key]); delete(@u_op[$key]);\n"
-        "    delete(@u_fd[$key]); delete(@u_offset[$key]); delete(@u_size[$key]);\n}\n\n"
-        "END {\n"
-        "    print(@stdin_reads); print(@stdin_bytes); clear(@stdin_reads); clear(@stdin_bytes); clear(@stdin);\n"
-        "    clear(@watched); clear(@t); clear(@fd); clear(@size); clear(@offset); clear(@path);\n"
-        "    clear(@u_start); clear(@u_tid); clear(@u_pid); clear(@u_op); clear(@u_fd); clear(@u_offset);\n"
-        "    clear(@u_size); clear(@group);\n}\n"
-    )
-    return "".join(parts)
-
-
 @functools.cache
 def unavailable_reason() -> str | None:
-    """Why bpftrace cannot capture here, or None (checks root, the binary, tracefs, BTF, the tracepoints)."""
-    if shutil.which("bpftrace") is None:
-        return "bpftrace is not installed (Debian/Ubuntu: apt-get install bpftrace)"
+    """Why the probes cannot capture here, or None (checks root, the binary, tracefs, BTF, the tracepoints)."""
+    if not os.access(IOTRACE, os.X_OK):
+        return f"{IOTRACE} is not built (scripts/setup.sh builds it; it needs clang, bpftool and libbpf-dev)"
     if os.geteuid() != 0:
-        return f"bpftrace needs root and this worker runs as uid {os.geteuid()}"
+        return f"eBPF capture needs root and this worker runs as uid {os.geteuid()}"
     if not Path("/sys/kernel/btf/vmlinux").exists():
         return "the kernel has no BTF (/sys/kernel/btf/vmlinux), which the io_uring probes need"
     problem = _mount_tracefs()
@@ -171,7 +80,7 @@ def unavailable_reason() -> str | None:
 
 
 def _mount_tracefs() -> str | None:
-    """bpftrace finds tracepoints under /sys/kernel/tracing; mount it when the host has not."""
+    """Tracepoints are found under /sys/kernel/tracing; mount it when the host has not."""
     if (TRACEFS / "events").is_dir():
         return None
     result = subprocess.run(
@@ -183,7 +92,7 @@ def _mount_tracefs() -> str | None:
 
 
 def monotonic_to_epoch_offset_ns() -> int:
-    """Add to a CLOCK_MONOTONIC (bpftrace nsecs) reading to get nanoseconds since the epoch."""
+    """Add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) reading to get nanoseconds since the epoch."""
     best: tuple[int, int] | None = None
     for _ in range(5):  # the pair read closest together wins
         before = time.monotonic_ns()
@@ -196,8 +105,8 @@ def monotonic_to_epoch_offset_ns() -> int:
 
 
 @dataclass
-class BpftraceLineParser:
-    """Turns the script's lines into operations; resolves descriptors to paths as it goes."""
+class IotraceLineParser:
+    """Turns iotrace's lines into operations; resolves descriptors to paths as it goes."""
 
     offset_ns: int
     fds: FdPaths
@@ -216,7 +125,7 @@ class BpftraceLineParser:
             return self._operations(fields)
         except (ValueError, IndexError):
             if line.strip() and not self._note(line):
-                self.malformed.append(Malformed(self.lines, "not a line of the capture script", line))
+                self.malformed.append(Malformed(self.lines, "not a line of iotrace", line))
             return []
 
     def _note(self, line: str) -> bool:
@@ -228,7 +137,7 @@ class BpftraceLineParser:
             totals = self.stdin_reads if counted["what"] == "reads" else self.stdin_bytes
             totals[int(counted["tid"])] = int(counted["value"])
             return True
-        return line.startswith(("Attaching ", "READY", "@")) or not line.strip()
+        return line.startswith(("READY", "@")) or not line.strip()
 
     def _operations(self, fields: list[str]) -> list[Operation]:
         tag, tid, pid = fields[0], int(fields[1]), int(fields[2])
@@ -278,7 +187,7 @@ def _result(value: int) -> str:
 
 
 class EbpfCapture:
-    """One bpftrace for the job; watch() adds nothing after start, so give every known pid up front."""
+    """One iotrace for the job; its pids are fixed at start, so give every known pid up front."""
 
     name = NAME
 
@@ -288,7 +197,7 @@ class EbpfCapture:
         self._log = log
         self._process: subprocess.Popen[bytes] | None = None
         self._pump: LinePump | None = None
-        self._parser: BpftraceLineParser | None = None
+        self._parser: IotraceLineParser | None = None
         self._stderr_lines: list[str] = []
         self._stderr_thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -298,28 +207,26 @@ class EbpfCapture:
         return self._parser.lost_events if self._parser else 0
 
     def start(self, pids: list[int]) -> None:
-        """Start bpftrace watching pids and the job's process group; returns once its probes are attached."""
+        """Start iotrace watching pids and the job's process group; returns once its probes are attached."""
         fds = FdPaths()
-        self._parser = BpftraceLineParser(monotonic_to_epoch_offset_ns(), fds)
+        self._parser = IotraceLineParser(monotonic_to_epoch_offset_ns(), fds)
         read_end, write_end = os.pipe()
-        script = bpftrace_script(pids)
         try:
             self._process = self._popen(
-                ["bpftrace", "-B", "line", "-e", script],
+                [str(IOTRACE), *(str(pid) for pid in pids)],
                 stdout=write_end,
                 stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "BPFTRACE_PERF_RB_PAGES": PERF_RING_PAGES, "BPFTRACE_MAP_KEYS_MAX": MAP_KEYS_MAX},
             )
         finally:
             os.close(write_end)
         assert self._process.stderr is not None
         self._stderr_thread = threading.Thread(
-            target=self._read_stderr, args=(self._process.stderr,), name="capture-bpftrace-stderr", daemon=True
+            target=self._read_stderr, args=(self._process.stderr,), name="capture-iotrace-stderr", daemon=True
         )
         self._stderr_thread.start()
         pipe = os.fdopen(read_end, "rb", buffering=1 << 16)
-        self._pump = LinePump("bpftrace", pipe, self._parser, self._sink, on_other_line=self._control_line).start()
+        self._pump = LinePump("iotrace", pipe, self._parser, self._sink, on_other_line=self._control_line).start()
         self._wait_ready()
         for pid in pids:
             fds.seed(pid)
@@ -334,14 +241,10 @@ class EbpfCapture:
         with stream:
             for raw in stream:
                 line = raw.decode(errors="replace").rstrip()
-                if "RLIMIT_MEMLOCK" in line:
-                    continue  # harmless: memory for BPF maps is accounted by cgroup on this kernel
-                if self._parser is not None and (lost := _LOST.search(line)):
-                    self._parser.lost_events += int(lost.group(1))
                 self._stderr_lines = [*self._stderr_lines[-30:], line]
 
     def _wait_ready(self) -> None:
-        # READY is printed by BEGIN, which runs once every probe is attached (stdout is line-buffered, -B line).
+        # iotrace prints READY (and flushes) once every probe is attached.
         deadline = time.monotonic() + READY_TIMEOUT_S
         assert self._process is not None
         while time.monotonic() < deadline:
@@ -350,12 +253,12 @@ class EbpfCapture:
             if self._process.poll() is not None:
                 if self._stderr_thread is not None:
                     self._stderr_thread.join(2)
-                raise CaptureFailed("bpftrace exited while starting: " + " | ".join(self._stderr_lines[-8:]))
+                raise CaptureFailed("iotrace exited while starting: " + " | ".join(self._stderr_lines[-8:]))
             time.sleep(0.02)
-        raise CaptureFailed(f"bpftrace did not attach its probes within {READY_TIMEOUT_S} s")
+        raise CaptureFailed(f"iotrace did not attach its probes within {READY_TIMEOUT_S} s")
 
     def stop(self) -> int:
-        """SIGINT bpftrace (it flushes and exits), drain its output; returns operations written."""
+        """SIGINT iotrace (it drains its ring buffer and exits), read its output; returns operations written."""
         process = self._process
         if process is None:
             return 0
@@ -369,11 +272,11 @@ class EbpfCapture:
         if self._pump is not None:
             self._pump.join()
             if self._pump.error is not None:
-                raise CaptureFailed(f"reading bpftrace output failed: {self._pump.error!r}") from self._pump.error
+                raise CaptureFailed(f"reading iotrace output failed: {self._pump.error!r}") from self._pump.error
         if self._stderr_thread is not None:
             self._stderr_thread.join(5)
         if self.lost_events:
-            self._log(f"eBPF capture lost {self.lost_events} events (the perf ring buffer overflowed)")
+            self._log(f"eBPF capture lost {self.lost_events} events (its ring buffer overflowed)")
         if self.stdin_reads:
             read_bytes = sum(self._parser.stdin_bytes.values()) if self._parser else 0
             self._log(
@@ -384,8 +287,8 @@ class EbpfCapture:
 
     @property
     def stdin_reads(self) -> int:
-        """Reads of standard input the kernel counted instead of sending (see bpftrace_script)."""
+        """Reads of standard input the kernel counted instead of sending (see iotrace.bpf.c)."""
         return sum(self._parser.stdin_reads.values()) if self._parser else 0
 
 
-__all__ = ["NAME", "EbpfCapture", "bpftrace_script", "unavailable_reason"]
+__all__ = ["IOTRACE", "NAME", "EbpfCapture", "IotraceLineParser", "unavailable_reason"]

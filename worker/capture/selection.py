@@ -47,13 +47,13 @@ _VISIBILITY = {
         "pread64/pwrite64 (file, offset, size and the real duration)."
     ),
     ("ebpf", "io_uring"): (
-        "bpftrace sees IO system calls on their tracepoints and io_uring requests natively "
+        "Our eBPF probes (iotrace) see IO system calls on their tracepoints and io_uring requests natively "
         "(io_uring_submit_req/io_uring_complete: file, offset and size read from the kernel's request), "
         "so InnoDB keeps its default io_uring AIO."
     ),
     ("ebpf", "off"): (
-        "bpftrace sees IO system calls on their tracepoints; with native AIO off InnoDB reads and writes "
-        "pages with plain pread64/pwrite64."
+        "Our eBPF probes (iotrace) see IO system calls on their tracepoints; with native AIO off InnoDB "
+        "reads and writes pages with plain pread64/pwrite64."
     ),
     ("fuse", None): (
         "oplogfs, a logging passthrough file system mounted over the datadir, sees every file operation of "

@@ -93,7 +93,7 @@ class JobCapture:
         self._strace: StraceCapture | None = None
         self._ebpf: EbpfCapture | None = None
         self._fuse: FuseCapture | None = None
-        self._earlier_lost_events = 0  # of a bpftrace restarted by watch_server
+        self._earlier_lost_events = 0  # of an iotrace restarted by watch_server
         self.error: str | None = None
         self._set_meta(backend=plan.backend, requested=plan.requested, fallback_reason=plan.fallback_reason)
         if plan.fallback_reason:
@@ -134,7 +134,7 @@ class JobCapture:
         """Start recording before any server runs (a physical restore: mariabackup prepares and copies back
         first). The processes launched through client_popen are traced and named on lanes; watch_server adds
         the server once it is up. (eBPF sees the server from its exec, in the job's process group; a kept
-        sandbox's server runs in a session of its own, so watch_server restarts bpftrace with its pid.)"""
+        sandbox's server runs in a session of its own, so watch_server restarts iotrace with its pid.)"""
         if not self.plan.active:
             return
         try:
@@ -178,7 +178,7 @@ class JobCapture:
             return True  # gone: nothing to add
 
     def _restart_ebpf(self) -> None:
-        """bpftrace's pids are fixed at start: drain the one that watched the job's group and start one that
+        """iotrace's pids are fixed at start: drain the one that watched the job's group and start one that
         also watches the server (nothing else of the job runs in between: the server has just started)."""
         assert self._ebpf is not None
         self._ebpf.stop()

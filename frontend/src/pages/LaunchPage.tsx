@@ -28,7 +28,7 @@ import { formatBytes } from "../timeline/format";
 type Capture = RestoreRequest["capture"];
 const CAPTURES: { value: Capture; label: string }[] = [
   { value: "auto", label: "auto: eBPF when it can run here, else strace" },
-  { value: "ebpf", label: "eBPF (bpftrace; sees io_uring page IO; needs root)" },
+  { value: "ebpf", label: "eBPF (sees io_uring page IO; needs root)" },
   { value: "strace", label: "strace (attached to the server; io_uring page IO shows without file/offset)" },
   { value: "fuse", label: "FUSE passthrough over the datadir (sees every page write; slower)" },
   { value: "none", label: "none: no IO timeline" },
