@@ -7,9 +7,11 @@ Two datasets (made once and cached in bench/out/backups):
 Each dataset is dumped in every format the loader reads: a mysqldump .sql, a mysqldump --tab directory, a
 mydumper 0.10 directory (chunked with --rows, as myloader needs to load one table with several threads)
 and a MySQL Shell layout written from the --tab files by the test helper. Every restore goes into a fresh
-sandbox with the same settings (server defaults); only the restore itself is timed.
+sandbox with the same settings, a preset of the app (--settings: server-defaults, or fast-restore, the settings
+the advisor recommends for a load); only the restore itself is timed.
 
     PYTHONPATH=backend:. .venv/bin/python bench/loader_speed.py [--datasets sysbench,skewed] [--threads 2]
+        [--settings server-defaults|fast-restore]
 
 Goals: our loader >= 1.1x the best of myloader and mysqlimport on both datasets; our parallel restore of the
 plain .sql >= 1.7x `mysql < dump.sql`.
@@ -31,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.sandboxes.options import ServerOptions
+from app.sandboxes.options import PRESETS, ServerOptions
 from bench.restore_overhead import OUT, make_sysbench_dump
 from worker.process_group import ProcessGroup
 from worker.runners.loader import DEFAULT_CHUNK_SIZE, restore_with_loader
@@ -133,6 +135,7 @@ def _fill_source(source: Sandbox, dataset: Dataset) -> None:
 
 def _dump(source: Sandbox, dataset: Dataset, target: Path) -> None:
     partial = target.with_name(target.name + ".partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
     if partial.is_dir():
         shutil.rmtree(partial)
     partial.unlink(missing_ok=True)
@@ -186,9 +189,10 @@ def server_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed(name: str, restore: Callable[[Sandbox], None]) -> Measurement:
-    """Wall and server CPU seconds of `restore` into a fresh server-defaults sandbox (start not counted)."""
-    with sandbox(f"loader-speed-{name}") as server:
+def timed(name: str, restore: Callable[[Sandbox], None], settings: ServerOptions | None = None) -> Measurement:
+    """Wall and server CPU seconds of `restore` into a fresh sandbox, server defaults unless `settings` say
+    otherwise (start not counted)."""
+    with sandbox(f"loader-speed-{name}", settings) as server:
         assert server.pid is not None
         cpu_before, client_before = server_cpu_seconds(server.pid), client_cpu_seconds()
         started = time.perf_counter()
@@ -288,7 +292,7 @@ def contenders(dataset: Dataset, threads: int, chunk_size: int) -> dict[str, Cal
     }
 
 
-def report(dataset: Dataset, results: dict[str, list[Measurement]]) -> bool:
+def report(dataset: Dataset, results: dict[str, list[Measurement]], settings_name: str) -> bool:
     wall = {name: statistics.median(m.wall_s for m in runs) for name, runs in results.items()}
     cpu = {name: statistics.median(m.server_cpu_s for m in runs) for name, runs in results.items()}
     client = {name: statistics.median(m.client_cpu_s for m in runs) for name, runs in results.items()}
@@ -300,7 +304,7 @@ def report(dataset: Dataset, results: dict[str, list[Measurement]]) -> bool:
     best_ours = min(ours_names, key=lambda name: wall[name])
     rounds = len(next(iter(results.values())))
     print(
-        f"\n{dataset.name}: median of {rounds} round(s), server defaults, "
+        f"\n{dataset.name}: median of {rounds} round(s), settings {settings_name}, "
         f"load average {min(loads):.1f}-{max(loads):.1f} (2 CPUs)"
     )
     print(f"  {'':28} {'wall s':>8} {'vs mysql':>9} {'vs ' + best_tool:>30} {'server CPU s':>13} {'client CPU s':>13}")
@@ -327,9 +331,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--chunk-mb", type=int, default=DEFAULT_CHUNK_SIZE >> 20)
     parser.add_argument("--only", default="", help="comma-separated contender names (substring match)")
+    parser.add_argument("--settings", choices=sorted(PRESETS), default="server-defaults")
     parser.add_argument("--only-make", action="store_true", help="make the datasets and stop")
     args = parser.parse_args()
     datasets = [DATASETS[key] for key in args.datasets.split(",")]
+    settings = PRESETS[args.settings][1]
     for dataset in datasets:
         make_dataset(dataset)
     if args.only_make:
@@ -346,7 +352,7 @@ def main() -> None:
             for name in order:
                 # One sandbox name per contender: a killed run's leftovers never pass for another's target.
                 slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-                measured = timed(f"{slug}-{round_no}", runs[name])
+                measured = timed(f"{slug}-{round_no}", runs[name], settings)
                 results[name].append(measured)
                 print(
                     f"{dataset.name} round {round_no + 1}: {name:28} {measured.wall_s:7.1f} s  "
@@ -357,7 +363,7 @@ def main() -> None:
         if {"mysql < dump.sql", "ours .sql"} <= set(results) and any(
             n.startswith(("myloader", "mysqlimport")) for n in results
         ):
-            all_met = report(dataset, results) and all_met
+            all_met = report(dataset, results, args.settings) and all_met
         else:
             for name, measured_runs in results.items():
                 print(f"  {name:28} {statistics.median(m.wall_s for m in measured_runs):7.1f} s")
