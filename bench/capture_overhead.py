@@ -85,6 +85,7 @@ def restore_once(
         processes,
         lambda _line: None,
         datadir_layer=capture.datadir_layer(),
+        launcher=capture.server_launcher(kept=False),
     )
     try:
         sandbox.start()

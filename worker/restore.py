@@ -778,6 +778,7 @@ def _job_sandbox(
         lambda line: job_run.log(line, source="sandbox"),
         outlive_job=keep,
         datadir_layer=capture.datadir_layer(),
+        launcher=capture.server_launcher(kept=keep),
     )
     job_run.update(server_flavour=binary.flavour, server_version=binary.version, sandbox_dir=str(sandbox.root_dir))
     sandbox.claim()

@@ -3,6 +3,7 @@
     capture = JobCapture(sink, plan, processes, log)
     adjusted = capture.sandbox_options(options)   # before the sandbox starts: AIO mode, performance_schema
     layer = capture.datadir_layer()               # FUSE: mounted by the sandbox between install and start
+    launcher = capture.server_launcher(kept=...)  # strace: the sandbox server is started under it
     capture.watch_server(pid, connect)            # tracers on the running server, lanes named
     popen = capture.client_popen(popen)           # processes the job launches are traced too
     capture.stop()                                # tracers stopped and drained; the caller closes the sink
@@ -124,6 +125,14 @@ class JobCapture:
 
     def datadir_layer(self) -> FuseCapture | None:
         return self._fuse
+
+    def server_launcher(self, *, kept: bool) -> StraceCapture | None:
+        """What the sandbox starts its server through: strace, so only IO calls stop it. Not for a sandbox
+        the user keeps: that server outlives the capture, and strace could not leave it (it is attached
+        with -p instead)."""
+        if not self.plan.active or kept:
+            return None
+        return self._strace
 
     def describe_saved_target(self, aio_mode: str | None, visibility: str) -> None:
         self._set_meta(aio_mode=aio_mode, visibility=visibility)

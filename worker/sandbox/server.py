@@ -40,7 +40,7 @@ from worker.sandbox.errors import PortInUseError, SandboxError
 from worker.sandbox.flags import server_flags
 from worker.sandbox.mounts import unmount_all_under
 
-__all__ = ["DatadirLayer", "PortInUseError", "Sandbox", "SandboxError", "reap_orphans"]
+__all__ = ["DatadirLayer", "PortInUseError", "Sandbox", "SandboxError", "ServerLauncher", "reap_orphans"]
 
 OWNER_FILE = "owner.json"
 KEEP_MARKER = "keep"
@@ -51,6 +51,13 @@ _AUTO_PORT_ATTEMPTS = 3
 _BIND_IN_USE = "Address already in use"
 _SERVER_NAMES = ("mariadbd", "mysqld")
 _INSTALL_ERROR = re.compile(r"error|fail|cannot|can't", re.IGNORECASE)
+
+
+class ServerLauncher(Protocol):
+    """Something the server is started through, which keeps the server the process started (strace -D)."""
+
+    def server_command(self, command: list[str]) -> list[str]:
+        """The command that runs `command` as the same process, e.g. under a tracer."""
 
 
 class DatadirLayer(Protocol):
@@ -84,6 +91,7 @@ class Sandbox:
         *,
         outlive_job: bool = False,
         datadir_layer: DatadirLayer | None = None,
+        launcher: ServerLauncher | None = None,
     ) -> None:
         self._root_dir = work_root.absolute() / name
         # A sandbox the user will keep must survive the end of the job and of its worker.
@@ -97,6 +105,7 @@ class Sandbox:
         self._port: int | None = None
         self._datadir_layer = datadir_layer
         self._layer_attached = False
+        self._launcher = launcher
 
     # --- where things are -------------------------------------------------------------------------
 
@@ -323,7 +332,10 @@ class Sandbox:
         log_offset = error_log.stat().st_size if error_log.exists() else 0
         self._log(f"starting {self._binary.flavour} {self._binary.version} on port {port}")
         start = self._processes.popen_detached if self._outlive_job else self._processes.popen
-        self._server = start(self._server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command = self._server_command(port)
+        if self._launcher is not None:
+            command = self._launcher.server_command(command)
+        self._server = start(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._port = port
         self._write_owner(server_pid=self._server.pid)
         self._wait_until_ready(port, error_log, log_offset, deadline)
