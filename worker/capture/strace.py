@@ -160,7 +160,7 @@ class StraceCapture:
 
         def traced_popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
             read_end, write_end = os.pipe()
-            syscalls = IO_SYSCALLS
+            syscalls: tuple[str, ...] = IO_SYSCALLS
             if Path(args[0]).name in SQL_CLIENTS and kwargs.get("stdin") == subprocess.PIPE:
                 syscalls = CLIENT_IO_SYSCALLS
                 self._log(
