@@ -6,11 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from worker.capture import ebpf
-
-pytestmark = pytest.mark.skipif(ebpf.unavailable_reason() is not None, reason=str(ebpf.unavailable_reason()))
 
 # Writes 4 KiB at offset 8192 of the file named by argv[1], then reads its stdin to the end.
 WRITER = """

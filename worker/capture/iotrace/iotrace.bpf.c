@@ -151,12 +151,13 @@ static __always_inline int call_returned(__s64 result)
 	return 0;
 }
 
-/* One enter and one exit program per call; args[] holds the call's arguments in order. */
-#define TRACE_CALL(name, call, fd_arg, offset_arg, size_arg, path_arg)                                  \
+/* One enter and one exit program per call; args[] holds the call's arguments in order, the descriptor
+ * first. An argument index of -1: the call has no such argument. */
+#define TRACE_CALL(name, call, offset_arg, size_arg, path_arg)                                          \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                                                      \
 	int enter_##name(struct trace_event_raw_sys_enter *ctx)                                           \
 	{                                                                                                 \
-		return call_entered(call, (__s32)ctx->args[fd_arg], offset_arg < 0 ? -1 : (__s64)ctx->args[offset_arg & 7], \
+		return call_entered(call, (__s32)ctx->args[0], offset_arg < 0 ? -1 : (__s64)ctx->args[offset_arg & 7], \
 				    size_arg < 0 ? -1 : (__s64)ctx->args[size_arg & 7],                      \
 				    path_arg < 0 ? 0 : ctx->args[path_arg & 7]);                               \
 	}                                                                                                 \
@@ -166,25 +167,26 @@ static __always_inline int call_returned(__s64 result)
 		return call_returned(ctx->ret);                                                          \
 	}
 
-/*         name             call                  fd  offset size path */
-TRACE_CALL(read,            CALL_READ,            0,  -1,    2,   -1)
-TRACE_CALL(pread64,         CALL_PREAD64,         0,  3,     2,   -1)
-TRACE_CALL(readv,           CALL_READV,           0,  -1,    -1,  -1)
-TRACE_CALL(preadv,          CALL_PREADV,          0,  3,     -1,  -1)
-TRACE_CALL(write,           CALL_WRITE,           0,  -1,    2,   -1)
-TRACE_CALL(pwrite64,        CALL_PWRITE64,        0,  3,     2,   -1)
-TRACE_CALL(writev,          CALL_WRITEV,          0,  -1,    -1,  -1)
-TRACE_CALL(pwritev,         CALL_PWRITEV,         0,  3,     -1,  -1)
-TRACE_CALL(recvfrom,        CALL_RECVFROM,        0,  -1,    2,   -1)
-TRACE_CALL(sendto,          CALL_SENDTO,          0,  -1,    2,   -1)
-TRACE_CALL(fsync,           CALL_FSYNC,           0,  -1,    -1,  -1)
-TRACE_CALL(fdatasync,       CALL_FDATASYNC,       0,  -1,    -1,  -1)
-TRACE_CALL(sync_file_range, CALL_SYNC_FILE_RANGE, 0,  1,     2,   -1)
-TRACE_CALL(fallocate,       CALL_FALLOCATE,       0,  2,     3,   -1)
-TRACE_CALL(close,           CALL_CLOSE,           0,  -1,    -1,  -1)
-TRACE_CALL(openat,          CALL_OPENAT,          0,  -1,    -1,  1)
+/*         name             call                  offset size path */
+TRACE_CALL(read,            CALL_READ,            -1,    2,   -1)
+TRACE_CALL(pread64,         CALL_PREAD64,         3,     2,   -1)
+TRACE_CALL(readv,           CALL_READV,           -1,    -1,  -1)
+TRACE_CALL(preadv,          CALL_PREADV,          3,     -1,  -1)
+TRACE_CALL(write,           CALL_WRITE,           -1,    2,   -1)
+TRACE_CALL(pwrite64,        CALL_PWRITE64,        3,     2,   -1)
+TRACE_CALL(writev,          CALL_WRITEV,          -1,    -1,  -1)
+TRACE_CALL(pwritev,         CALL_PWRITEV,         3,     -1,  -1)
+TRACE_CALL(recvfrom,        CALL_RECVFROM,        -1,    2,   -1)
+TRACE_CALL(sendto,          CALL_SENDTO,          -1,    2,   -1)
+TRACE_CALL(fsync,           CALL_FSYNC,           -1,    -1,  -1)
+TRACE_CALL(fdatasync,       CALL_FDATASYNC,       -1,    -1,  -1)
+TRACE_CALL(sync_file_range, CALL_SYNC_FILE_RANGE, 1,     2,   -1)
+TRACE_CALL(fallocate,       CALL_FALLOCATE,       2,     3,   -1)
+TRACE_CALL(close,           CALL_CLOSE,           -1,    -1,  -1)
+TRACE_CALL(openat,          CALL_OPENAT,          -1,    -1,  1)
 
-/* io_uring opcodes (include/uapi/linux/io_uring.h) reported with file, offset and size. */
+/* io_uring opcodes (include/uapi/linux/io_uring.h) reported with file, offset and size: the keys of
+ * IO_URING_OPS in worker/capture/ebpf.py, which names them. */
 #define URING_READV 1
 #define URING_WRITEV 2
 
