@@ -99,3 +99,54 @@ def test_a_table_loaded_one_at_a_time_never_has_two_connections() -> None:
     assert scheduler._pick() is None
     scheduler.release(first)
     assert claimed(scheduler).table == key("big")
+
+
+def test_connections_sharing_a_table_work_from_different_halves_of_it() -> None:
+    scheduler = Scheduler()
+    for _ in range(8):
+        scheduler.add(FakeTask(key("big"), 10))
+    scheduler.close_all()
+
+    first = claimed(scheduler)
+    second = claimed(scheduler)
+    assert (first.seq, second.seq) == (0, 4)  # the second starts in the middle of what nobody is heading into
+    taken_by_first, taken_by_second = [first.seq], [second.seq]
+    for _ in range(3):
+        scheduler.release(first)
+        first = scheduler.claim(after=first)  # type: ignore[assignment]
+        taken_by_first.append(first.seq)
+        scheduler.release(second)
+        second = scheduler.claim(after=second)  # type: ignore[assignment]
+        taken_by_second.append(second.seq)
+    assert taken_by_first == [0, 1, 2, 3]
+    assert taken_by_second == [4, 5, 6, 7]
+
+
+def test_a_connection_whose_next_chunk_is_taken_splits_the_largest_run_left() -> None:
+    scheduler = Scheduler()
+    for _ in range(10):
+        scheduler.add(FakeTask(key("big"), 10))
+    scheduler.close_all()
+
+    first, second = claimed(scheduler), claimed(scheduler)
+    assert (first.seq, second.seq) == (0, 5)
+    scheduler.release(first)
+    for expected in (1, 2, 3, 4):
+        first = scheduler.claim(after=first)  # type: ignore[assignment]
+        assert first.seq == expected
+        scheduler.release(first)
+    # 5 is running and 6-9 follow it: the first connection takes the middle of 6-9, not 6.
+    assert scheduler.claim(after=first).seq == 8  # type: ignore[union-attr]
+
+
+def test_a_run_nobody_is_heading_into_is_taken_from_its_start() -> None:
+    scheduler = Scheduler()
+    for _ in range(6):
+        scheduler.add(FakeTask(key("big"), 10))
+    scheduler.close_all()
+
+    first, second = claimed(scheduler), claimed(scheduler)  # 0, and 3 (the middle of 1-5)
+    assert (first.seq, second.seq) == (0, 3)
+    scheduler.release(first)  # the first connection leaves the table (an index build elsewhere, say)
+    # 1-2 follow the finished 0 that nobody continues: a newcomer takes them from their start.
+    assert claimed(scheduler).seq == 1

@@ -20,7 +20,6 @@ from worker.runners.loader.statements import (
     alter_statements,
     classify,
     defer_secondary_indexes,
-    drop_statement,
     qualified,
 )
 
@@ -94,8 +93,8 @@ class Control:
     connection: Connection
     base: list[bytes]
     log: Callable[[str], None]
-    # Whether a table's secondary indexes are built after its rows, given its CREATE TABLE (see
-    # engine.should_defer_indexes and engine.loads_alone).
+    # Whether a table's secondary indexes are built after its rows, given its CREATE TABLE (the loader's
+    # defer_indexes option).
     defer_indexes_for: Callable[[TableKey, bytes], bool] = lambda _key, _create_table: False
     deferred: list[Deferred] = field(default_factory=list)
     index_builds: dict[TableKey, list[bytes]] = field(default_factory=dict)
@@ -189,25 +188,6 @@ class Control:
     def _note_deferred(self, key: TableKey, names: list[bytes]) -> None:
         listed = ", ".join(name.decode(errors="replace") for name in names)
         self.log(f"`{key[0]}`.`{key[1]}`: secondary indexes {listed} are built after the rows")
-
-    def defer_indexes_now(self, key: TableKey, *, resuming: bool) -> bool:
-        """Take the secondary indexes off a table created with them, before its first row, to build them
-        after its last one; False when it has none to take off."""
-        create_table = self.created.get(key)
-        if create_table is None or key in self.index_builds or key[0] is None:
-            return False
-        deferred = defer_secondary_indexes(create_table)
-        if deferred is None:
-            return False
-        table = qualified(key[0], key[1])
-        try:
-            self.query(drop_statement(table, deferred))
-        except pymysql.err.MySQLError as error:
-            if not (resuming and error.args and error.args[0] == 1091):  # dropped before the load stopped
-                raise explain(error, f"the removal of the secondary indexes of {table.decode()}") from error
-        self.index_builds[key] = alter_statements(table, deferred)
-        self._note_deferred(key, deferred.names)
-        return True
 
     def run_deferred(self, item: Deferred, *, resuming: bool) -> None:
         self.use(item.state)

@@ -9,8 +9,10 @@ run of backslashes: a stream can be cut there into chunks that load independentl
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from dataclasses import dataclass
+from typing import BinaryIO
 
 _ESCAPED_NEWLINE = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
 
@@ -113,3 +115,36 @@ def row_end_in_blocks(blocks: list[bytes], index: int, position: int) -> int | N
         if backslashes % 2 == 0:
             return newline + 1
         position = newline + 1
+
+
+def row_cuts(file: BinaryIO, size: int, chunk_size: int) -> list[int]:
+    """Where a plain default-dialect file is cut into chunks, found by reading only around each cut: 0, then
+    just after the first row end at or after `chunk_size - 1` bytes past the cut before, ..., then `size`.
+    These are the cuts the streaming cutter makes, so a resume finds the same chunks under the same names."""
+    cuts = [0]
+    while cuts[-1] < size:
+        target = cuts[-1] + chunk_size - 1
+        end = _row_end_in_file(file, size, target, cuts[-1]) if target < size else None
+        cuts.append(size if end is None else end)
+    return cuts
+
+
+def _row_end_in_file(file: BinaryIO, size: int, position: int, floor: int) -> int | None:
+    """row_end_at_or_after for a file, reading a window around `position` (no further back than `floor`, a
+    row start), grown while a newline's run of backslashes reaches the window's start or no row ends in it."""
+    back, ahead = 4096, 1 << 20
+    while True:
+        start = max(floor, position - back)
+        stop = min(size, position + ahead)
+        data = os.pread(file.fileno(), stop - start, start)
+        end = row_end_at_or_after(data, position - start)
+        if end is not None:
+            newline = end - 1
+            run_start = len(data[:newline].rstrip(b"\\"))
+            if run_start > 0 or start == floor:
+                return start + end
+            back *= 16
+            continue
+        if stop == size:
+            return None
+        ahead *= 16

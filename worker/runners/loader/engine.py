@@ -31,7 +31,7 @@ from worker.runners.loader.control import (
 )
 from worker.runners.loader.markers import SCHEMA, Markers, ResumeState
 from worker.runners.loader.plan import DataFile, DataKind, DumpPlan, LayoutError, Script
-from worker.runners.loader.scheduler import Scheduler, Source, Task
+from worker.runners.loader.scheduler import Claim, Scheduler, Source, Task
 from worker.runners.loader.session import SessionState
 from worker.runners.loader.sql_script import Kind, ScriptError, ScriptSplitter, Statement, TableKey
 from worker.runners.loader.statements import (
@@ -50,6 +50,7 @@ from worker.runners.loader.tasks import (
     StepTask,
     Worker,
     base_session_statements,
+    plain_file_chunks,
 )
 from worker.runners.mysql_client import RestoreCancelled, RestoreOutcome, RestoreProgress
 
@@ -162,7 +163,8 @@ class Load:
         with self._workers_lock:
             self._workers.append(worker)
         try:
-            while (claim := self.scheduler.claim()) is not None:
+            claim: Claim | None = None
+            while (claim := self.scheduler.claim(after=claim)) is not None:
                 task = claim.task
                 try:
                     if claim.source is not None:
@@ -319,18 +321,6 @@ class Load:
             self.markers.failed(message)
 
 
-def should_defer_indexes(table_bytes: int, total_bytes: int, threads: int) -> bool:
-    """Build a table's secondary indexes after its rows only if the table is no bigger than one
-    connection's share of the whole load.
-
-    InnoDB builds an index from sorted rows with much less CPU than it maintains it row by row (sysbench,
-    4 x 1M rows: 25-28 s of server CPU instead of 32-37 s), and the build of one table overlaps with the
-    loading of the others. But the build is single-threaded: for a table that is most of the dump it comes
-    last and alone (4M sysbench rows: 10-23 s here with one core idle), so such a table keeps its indexes
-    and its chunks are loaded by every connection."""
-    return table_bytes * max(threads, 1) <= total_bytes
-
-
 def loads_alone(create_table: bytes, files: list[DataFile], autoinc_lock_mode: int | None) -> bool:
     """Whether a table's rows go in through one connection at a time, with its secondary indexes built after
     them whatever its size.
@@ -397,16 +387,7 @@ def load_plan(load: Load, plan: DumpPlan) -> LoaderOutcome:
         load.on_log(f"warning: {warning}")
 
     # 1. Databases, tables, view placeholders.
-    sizes: dict[TableKey, int] = {table.key: table.data_bytes for table in plan.tables}
-    threads = load.options.threads
-    files: dict[TableKey, list[DataFile]] = {table.key: table.data for table in plan.tables}
-    load.control.defer_indexes_for = lambda key, create_table: (
-        load.options.defer_indexes
-        and (
-            loads_alone(create_table, files.get(key, []), load.autoinc_lock_mode)
-            or should_defer_indexes(sizes.get(key, 0), plan.data_bytes, threads)
-        )
-    )
+    load.control.defer_indexes_for = lambda _key, _create_table: load.options.defer_indexes
     ddl_done = "ddl" in load.resume.steps
     if load.resume.resumed and not ddl_done:
         _drop_plan_tables(load, plan)  # created by the run that stopped before any row: start them again
@@ -434,14 +415,12 @@ def load_plan(load: Load, plan: DumpPlan) -> LoaderOutcome:
         create_table = load.control.created.get(key)
         if create_table is not None and loads_alone(create_table, table.data, load.autoinc_lock_mode):
             load.scheduler.one_at_a_time(key)
-            if not should_defer_indexes(table.data_bytes, plan.data_bytes, threads):
-                load.on_log(
-                    f"`{key[0]}`.`{key[1]}`: loaded by one connection at a time, with LOAD DATA (it has an "
-                    "AUTO_INCREMENT column, whose lock a LOAD DATA holds until it ends)"
-                )
+            load.on_log(
+                f"`{key[0]}`.`{key[1]}`: loaded by one connection at a time, with LOAD DATA (it has an "
+                "AUTO_INCREMENT column, whose lock a LOAD DATA holds until it ends)"
+            )
         for file in table.data:
-            work = _source_for(load, key, file, state)
-            if work is not None:
+            for work in _work_for(load, key, file, state):
                 load.scheduler.add(work)
         load.scheduler.after_data(key, load.table_done_task(key))
         load.scheduler.close(key)
@@ -466,19 +445,23 @@ def load_plan(load: Load, plan: DumpPlan) -> LoaderOutcome:
     return load.finish(plan.format, plan.databases, plan.warnings)
 
 
-def _source_for(load: Load, key: TableKey, file: DataFile, state: SessionState) -> Task | Source | None:
-    """How a data file is loaded: cut into chunks while it is read, or (a dialect whose rows cannot be
-    found without parsing) whole, in one transaction. None when a resumed load already has it."""
+def _work_for(load: Load, key: TableKey, file: DataFile, state: SessionState) -> list[Task | Source]:
+    """How a data file is loaded: in chunks cut before loading (a plain file) or while it is read, or (a
+    dialect whose rows cannot be found without parsing) whole, in one transaction. Nothing for what a
+    resumed load already has."""
     chunk_size, done, prefix = load.resume.chunk_size, load.resume.chunks, _name(key)
     if file.kind is DataKind.DELIMITED and file.splittable:
-        return DelimitedSource(key, file, chunk_size, state, done, load.counters, prefix)
+        chunks = plain_file_chunks(key, file, chunk_size, state, done, load.counters, prefix)
+        if chunks is not None:
+            return list(chunks)
+        return [DelimitedSource(key, file, chunk_size, state, done, load.counters, prefix)]
     if file.kind is DataKind.DELIMITED:
         chunk = f"{prefix}#{file.path.name}"
         if chunk in done:
             load.counters.add(key, done[chunk][0], file.size)
-            return None
-        return DelimitedTask(key, file.size, chunk, file, state)
-    return SqlSource(key, file, chunk_size, state, done, load.counters, prefix)
+            return []
+        return [DelimitedTask(key, file.size, chunk, file, state)]
+    return [SqlSource(key, file, chunk_size, state, done, load.counters, prefix)]
 
 
 def _drop_plan_tables(load: Load, plan: DumpPlan) -> None:
@@ -641,6 +624,7 @@ class _Stream:
         self.table_bytes: dict[TableKey, int] = {}
         self._accounted = 0  # compressed bytes already counted in a chunk or a control statement
         self.control.use(SessionState((), None))
+        self.control.defer_indexes_for = lambda _key, _create_table: load.options.defer_indexes
         if database is not None:
             quoted = f"`{database.replace('`', '``')}`".encode()
             self.control.query(b"CREATE DATABASE IF NOT EXISTS " + quoted)
@@ -699,20 +683,13 @@ class _Stream:
         self.open_tables.append(key)
         self.load.prepare_table(key)
         if self.plain_dump is not None:
-            # Its rows wait until the dump has moved past the table: then its size is known, and with it
-            # whether its secondary indexes are built after the rows.
+            # Its rows wait until the dump has moved past the table: then all its chunks are known, and the
+            # connections sharing it can work from different parts of it (see scheduler.py).
             self.load.scheduler.hold(key)
 
     def _close_open_tables(self) -> None:
         for key in self.open_tables:
             finished = f"table:{_name(key)}" in self.load.resume.steps
-            if (
-                self.plain_dump is not None
-                and not finished
-                and self.load.options.defer_indexes
-                and should_defer_indexes(self.table_bytes.get(key, 0), self.load.bytes_total, self.load.options.threads)
-            ):
-                self.control.defer_indexes_now(key, resuming=self.load.resume.resumed)
             self.load.scheduler.hold(key, False)
             if not finished:
                 self.load.scheduler.after_data(key, self.load.table_done_task(key))

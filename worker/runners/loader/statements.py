@@ -222,11 +222,6 @@ def alter_statements(table: bytes, deferred: DeferredIndexes) -> list[bytes]:
     return statements
 
 
-def drop_statement(table: bytes, deferred: DeferredIndexes) -> bytes:
-    """The ALTER TABLE that takes the deferred indexes off a table created with them."""
-    return b"ALTER TABLE " + table + b" " + b", ".join(b"DROP INDEX " + name for name in deferred.names)
-
-
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
+import os
 import queue
 import re
 import threading
@@ -27,6 +29,7 @@ import pymysql
 from pymysql.connections import MySQLResult
 from pymysql.constants import COMMAND
 
+from app.backups.detect import HEAD_MAGIC_BYTES, compression_of_head
 from worker.runners.dump_stream import DumpError, open_dump
 from worker.runners.loader import delimited
 from worker.runners.loader.control import explain
@@ -274,12 +277,14 @@ class DelimitedTask:
     file: DataFile
     session: SessionState
     piece: list[bytes] | None = None  # the chunk's rows as read, in blocks; None: stream the whole file
+    span: tuple[int, int] | None = None  # or where its rows are in a plain file, read when the chunk runs
 
     def run(self, worker: Worker) -> int:
         worker.use(self.session)
 
         def load() -> int:
-            data: Iterable[bytes] = self.piece if self.piece is not None else read_file(self.file.path)
+            piece = self.piece if self.span is None else _read_span(self.file.path, *self.span)
+            data: Iterable[bytes] = piece if piece is not None else read_file(self.file.path)
             try:
                 affected, feed = load_data(
                     worker.connection, lambda path: load_statement(self.table, self.file, path), data
@@ -289,8 +294,8 @@ class DelimitedTask:
                     raise
                 raise explain(error, f"the rows of {self.file.path.name} (chunk {self.chunk})") from error
             self._check(feed)
-            if self.file.splittable and self.piece is not None:
-                return delimited.count_rows_in_blocks(self.piece)
+            if self.file.splittable and piece is not None:
+                return delimited.count_rows_in_blocks(piece)
             return affected
 
         rows = in_transaction(worker, self.chunk, self.size, load)
@@ -430,6 +435,56 @@ def _log_warnings(worker: Worker, chunk: str) -> None:
 
 
 # --- cutting big files into chunks ------------------------------------------------------------------
+
+
+def _read_span(path: Path, start: int, end: int) -> list[bytes]:
+    with path.open("rb") as file:
+        file.seek(start)
+        blocks: list[bytes] = []
+        position = start
+        while position < end:
+            block = file.read(min(READ_BLOCK, end - position))
+            if not block:
+                raise DataCutShortError(f"{path.name} became shorter while it was loaded: copy the dump again")
+            blocks.append(block)
+            position += len(block)
+        return blocks
+
+
+def plain_file_chunks(
+    table: TableKey,
+    file: DataFile,
+    chunk_size: int,
+    session: SessionState,
+    done: dict[str, tuple[int, int]],
+    counters: Counters,
+    prefix: str,
+) -> list[DelimitedTask] | None:
+    """The chunks of an uncompressed default-dialect file, cut where DelimitedSource would cut it but before
+    any is loaded, each read when it runs: the connections sharing the table can then work from different
+    parts of the file (see scheduler.py). None for a compressed file, which can only be read in order."""
+    with file.path.open("rb") as reader:
+        if compression_of_head(reader.read(HEAD_MAGIC_BYTES)) is not None:
+            return None
+        size = os.fstat(reader.fileno()).st_size
+        if size and os.pread(reader.fileno(), 1, size - 1) != b"\n":
+            raise DataCutShortError(
+                f"{file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
+            )
+        cuts = delimited.row_cuts(reader, size, chunk_size)
+    if file.expected_bytes is not None and size != file.expected_bytes:
+        raise DataCutShortError(
+            f"{file.path.name} holds {size} bytes of rows but the dump's metadata says {file.expected_bytes}: "
+            "the file was changed or cut after the dump; copy the dump again"
+        )
+    tasks = []
+    for index, (start, end) in enumerate(itertools.pairwise(cuts)):
+        chunk = f"{prefix}#{file.path.name}#{index}"
+        if chunk in done:
+            counters.add(table, done[chunk][0], end - start)
+            continue
+        tasks.append(DelimitedTask(table, end - start, chunk, file, session, span=(start, end)))
+    return tasks
 
 
 class DelimitedSource:
