@@ -150,3 +150,41 @@ def test_a_run_nobody_is_heading_into_is_taken_from_its_start() -> None:
     scheduler.release(first)  # the first connection leaves the table (an index build elsewhere, say)
     # 1-2 follow the finished 0 that nobody continues: a newcomer takes them from their start.
     assert claimed(scheduler).seq == 1
+
+
+@dataclass
+class FakeSource:
+    """Cuts `left` tasks, then is used up."""
+
+    table: TableKey
+    left: int
+
+    @property
+    def remaining(self) -> int:
+        return self.left * 10
+
+    def cut(self) -> FakeTask | None:
+        if not self.left:
+            return None
+        self.left -= 1
+        return FakeTask(self.table, 10)
+
+
+def test_sources_of_one_table_are_shared_out_like_chunks() -> None:
+    scheduler = Scheduler()
+    for _ in range(3):
+        scheduler.add(FakeSource(key("big"), 2))
+    scheduler.close_all()
+
+    first, second = claimed(scheduler), claimed(scheduler)
+    assert (first.seq, second.seq) == (0, 2)  # not both cutting from the first file
+    scheduler.release(first)
+    assert scheduler.claim(after=first).seq == 0  # type: ignore[union-attr]  # it goes on cutting its file
+    scheduler.exhausted(first)
+    scheduler.release(first)
+    first = scheduler.claim(after=first)  # type: ignore[assignment]
+    assert first.seq == 1
+    scheduler.exhausted(second)
+    scheduler.release(second)
+    # Nothing is left that nobody works on: the connection cuts from the other one's file in turn.
+    assert scheduler.claim(after=second).seq == 1  # type: ignore[union-attr]

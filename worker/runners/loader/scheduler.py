@@ -85,7 +85,8 @@ class _Table:
         of a run of items nobody is heading into, else the middle of the largest run."""
         if after is not None:
             for entry in self.queue:
-                if entry.seq in (after, after + 1):  # the source it was cutting from, or the next item
+                # The source it was cutting from, or the next item unless another connection is on it.
+                if entry.seq == after or (entry.seq == after + 1 and entry.seq not in self.running):
                     return entry
         free = [e for e in self.queue if e.seq not in self.running]
         if not free:
