@@ -62,6 +62,17 @@ class ChunkError(Exception):
 class DataCutShortError(DumpError):
     """Rows end in the middle of a row, or a file holds fewer bytes than the dump's metadata promises."""
 
+    @classmethod
+    def mid_row(cls, path: Path) -> DataCutShortError:
+        return cls(f"{path.name} ends in the middle of a row: the file is cut short; copy the dump again")
+
+    @classmethod
+    def size(cls, path: Path, found: int, expected: int) -> DataCutShortError:
+        return cls(
+            f"{path.name} holds {found} bytes of rows but the dump's metadata says {expected}: the file was "
+            "changed or cut after the dump; copy the dump again"
+        )
+
 
 @dataclass
 class Counters:
@@ -305,14 +316,9 @@ class DelimitedTask:
 
     def _check(self, feed: _Feed) -> None:
         if self.file.splittable and feed.sent and feed.last_byte != b"\n":
-            raise DataCutShortError(
-                f"{self.file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
-            )
+            raise DataCutShortError.mid_row(self.file.path)
         if self.piece is None and self.file.expected_bytes is not None and feed.sent != self.file.expected_bytes:
-            raise DataCutShortError(
-                f"{self.file.path.name} holds {feed.sent} bytes of rows but the dump's metadata says "
-                f"{self.file.expected_bytes}: the file was changed or cut after the dump; copy the dump again"
-            )
+            raise DataCutShortError.size(self.file.path, feed.sent, self.file.expected_bytes)
 
 
 @dataclass
@@ -468,15 +474,10 @@ def plain_file_chunks(
             return None
         size = os.fstat(reader.fileno()).st_size
         if size and os.pread(reader.fileno(), 1, size - 1) != b"\n":
-            raise DataCutShortError(
-                f"{file.path.name} ends in the middle of a row: the file is cut short; copy the dump again"
-            )
+            raise DataCutShortError.mid_row(file.path)
         cuts = delimited.row_cuts(reader, size, chunk_size)
     if file.expected_bytes is not None and size != file.expected_bytes:
-        raise DataCutShortError(
-            f"{file.path.name} holds {size} bytes of rows but the dump's metadata says {file.expected_bytes}: "
-            "the file was changed or cut after the dump; copy the dump again"
-        )
+        raise DataCutShortError.size(file.path, size, file.expected_bytes)
     tasks = []
     for index, (start, end) in enumerate(itertools.pairwise(cuts)):
         chunk = f"{prefix}#{file.path.name}#{index}"
@@ -565,10 +566,7 @@ class DelimitedSource:
                 continue
             if self._finished:
                 if not self._parts[-1].endswith(b"\n"):
-                    name = self._file.path.name
-                    raise DataCutShortError(
-                        f"{name} ends in the middle of a row: the file is cut short; copy the dump again"
-                    )
+                    raise DataCutShortError.mid_row(self._file.path)
                 cut = len(self._parts[-1])
                 break
             self._read_block()  # the row goes on past what was read
@@ -609,10 +607,7 @@ class DelimitedSource:
     def _check_total(self) -> None:
         expected = self._file.expected_bytes
         if expected is not None and self._sent != expected:
-            raise DataCutShortError(
-                f"{self._file.path.name} holds {self._sent} bytes of rows but the dump's metadata says {expected}: "
-                "the file was changed or cut after the dump; copy the dump again"
-            )
+            raise DataCutShortError.size(self._file.path, self._sent, expected)
 
 
 class SqlSource:
