@@ -87,6 +87,10 @@ class LoaderOutcome(RestoreOutcome):
 class LoadOptions:
     threads: int = 2
     chunk_size: int = 64 << 20
+    # Secondary indexes built after each table's rows: from sorted rows InnoDB spends 1.1 s of CPU per million
+    # sysbench rows, row by row 2.9 s. That holds for a table most of the dump is too, now that its
+    # connections load contiguous runs (skewed set, fast-restore: 29.6-30.2 s against 31.8-33.9 s with the
+    # index kept), though its build comes last, on one core.
     defer_indexes: bool = True
     progress_file: Path | None = None
 
@@ -322,17 +326,14 @@ class Load:
 
 
 def loads_alone(create_table: bytes, files: list[DataFile], autoinc_lock_mode: int | None) -> bool:
-    """Whether a table's rows go in through one connection at a time, with its secondary indexes built after
-    them whatever its size.
+    """Whether a table's rows go in through one connection at a time.
 
     LOAD DATA into a table with an AUTO_INCREMENT column holds InnoDB's table-level AUTO-INC lock until the
     statement ends, even when every row gives its id (innodb_autoinc_lock_mode 0 or 1, the default; 2 needs
     a restart), so a second connection's LOAD DATA into it only waits. Sending its rows as multi-row INSERTs
     instead (which take the lock only for an instant) was measured and lost: 7.5 s of server CPU per million
     sysbench rows against 3.9 s for LOAD DATA, so two INSERT streams went no faster than one LOAD DATA
-    stream and took twice the CPU (skewed set, 4M rows in one table: 41 s of server CPU against 23 s).
-    Loaded by one stream, the table gains nothing from keeping its indexes during the load: maintained row
-    by row they cost 2.9 s of CPU per million rows, built afterwards from sorted rows 1.1 s."""
+    stream and took twice the CPU (skewed set, 4M rows in one table: 41 s of server CPU against 23 s)."""
     return (
         autoinc_lock_mode != 2
         and bool(files)
@@ -621,7 +622,6 @@ class _Stream:
         self.databases: list[str] = []
         self.reader_bytes: Callable[[], int] = lambda: 0
         self.plain_dump: Path | None = None  # set when the dump can be read again at an offset
-        self.table_bytes: dict[TableKey, int] = {}
         self._accounted = 0  # compressed bytes already counted in a chunk or a control statement
         self.control.use(SessionState((), None))
         self.control.defer_indexes_for = lambda _key, _create_table: load.options.defer_indexes
@@ -729,7 +729,6 @@ class _Stream:
         if batch is None:
             return
         key = batch.key
-        self.table_bytes[key] = self.table_bytes.get(key, 0) + batch.size
         number = self.batches_by_table.get(key, 0)
         self.batches_by_table[key] = number + 1
         chunk = f"{_name(key)}#{number}"

@@ -317,7 +317,8 @@ class DelimitedTask:
     def _check(self, feed: _Feed) -> None:
         if self.file.splittable and feed.sent and feed.last_byte != b"\n":
             raise DataCutShortError.mid_row(self.file.path)
-        if self.piece is None and self.file.expected_bytes is not None and feed.sent != self.file.expected_bytes:
+        whole_file = self.piece is None and self.span is None
+        if whole_file and self.file.expected_bytes is not None and feed.sent != self.file.expected_bytes:
             raise DataCutShortError.size(self.file.path, feed.sent, self.file.expected_bytes)
 
 
@@ -446,15 +447,10 @@ def _log_warnings(worker: Worker, chunk: str) -> None:
 def _read_span(path: Path, start: int, end: int) -> list[bytes]:
     with path.open("rb") as file:
         file.seek(start)
-        blocks: list[bytes] = []
-        position = start
-        while position < end:
-            block = file.read(min(READ_BLOCK, end - position))
-            if not block:
-                raise DataCutShortError(f"{path.name} became shorter while it was loaded: copy the dump again")
-            blocks.append(block)
-            position += len(block)
-        return blocks
+        data = file.read(end - start)
+    if len(data) != end - start:
+        raise DataCutShortError(f"{path.name} became shorter while it was loaded: copy the dump again")
+    return [data]
 
 
 def plain_file_chunks(
